@@ -1,0 +1,31 @@
+// swift-tools-version: 6.0
+//
+// Converge: a conflict-aware replicated key-value store with CRDT merging.
+// No package dependencies: only the Swift toolchain's own modules (and, later,
+// the system SQLite library). That is a project requirement, not an accident.
+
+import PackageDescription
+
+let package = Package(
+    name: "Converge",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Converge", targets: ["Converge"]),
+        .library(name: "ConvergeSimulation", targets: ["ConvergeSimulation"]),
+    ],
+    targets: [
+        .target(name: "Converge"),
+        .target(name: "ConvergeSimulation", dependencies: ["Converge"]),
+        .target(
+            name: "ConvergeTestSupport",
+            dependencies: ["Converge", "ConvergeSimulation"],
+            path: "Tests/ConvergeTestSupport"
+        ),
+        .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),
+        .testTarget(
+            name: "ConvergeSimulationTests",
+            dependencies: ["ConvergeSimulation", "ConvergeTestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,143 @@
+/// Appends the compact binary encodings Converge uses for values, states and messages.
+///
+/// Integers are little-endian; lengths and counters are LEB128 varints; signed integers
+/// are zigzag varints. The writer never fails: limits are checked by whoever builds the
+/// content, and by ``BinaryReader`` on the way in.
+public struct BinaryWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8]
+
+    public init(reservingCapacity capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func writeByte(_ byte: UInt8) { bytes.append(byte) }
+
+    public mutating func writeVarint(_ value: UInt64) {
+        var remaining = value
+        while remaining >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: remaining) | 0x80)
+            remaining >>= 7
+        }
+        bytes.append(UInt8(remaining))
+    }
+
+    public mutating func writeZigzag(_ value: Int64) {
+        writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
+    }
+
+    public mutating func writeFixed64(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    public mutating func writeBytes<C: Collection>(_ content: C) where C.Element == UInt8 {
+        writeVarint(UInt64(content.count))
+        bytes.append(contentsOf: content)
+    }
+
+    public mutating func writeString(_ text: String) {
+        writeBytes(text.utf8)
+    }
+
+    /// The number of bytes `value` takes as a varint.
+    public static func varintSize(_ value: UInt64) -> Int {
+        var size = 1
+        var remaining = value >> 7
+        while remaining != 0 {
+            size += 1
+            remaining >>= 7
+        }
+        return size
+    }
+}
+
+/// Reads what ``BinaryWriter`` wrote, from untrusted bytes.
+///
+/// Every read is bounds-checked and throws ``ConvergeError/malformed(_:)`` instead of
+/// trapping; a length prefix larger than what remains is rejected before anything is
+/// allocated.
+public struct BinaryReader {
+    @usableFromInline let bytes: [UInt8]
+    /// The offset of the next byte to read.
+    public private(set) var offset: Int
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        offset = 0
+    }
+
+    /// Whether every byte has been read.
+    public var isAtEnd: Bool { offset == bytes.count }
+    /// How many bytes remain.
+    public var remaining: Int { bytes.count - offset }
+
+    public mutating func readByte() throws(ConvergeError) -> UInt8 {
+        guard offset < bytes.count else { throw .malformed("unexpected end of input at byte \(offset)") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    public mutating func readVarint() throws(ConvergeError) -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        let start = offset
+        while true {
+            let byte = try readByte()
+            if shift == 63 && byte > 1 { throw .malformed("varint overflows 64 bits at byte \(start)") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 {
+                // Reject over-long encodings so that every value has one encoding.
+                if byte == 0 && shift > 0 { throw .malformed("non-canonical varint at byte \(start)") }
+                return result
+            }
+            shift += 7
+        }
+    }
+
+    public mutating func readZigzag() throws(ConvergeError) -> Int64 {
+        let raw = try readVarint()
+        return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+    }
+
+    public mutating func readFixed64() throws(ConvergeError) -> UInt64 {
+        guard remaining >= 8 else { throw .malformed("unexpected end of input at byte \(offset)") }
+        var value: UInt64 = 0
+        for index in 0..<8 { value |= UInt64(bytes[offset + index]) << (8 * UInt64(index)) }
+        offset += 8
+        return value
+    }
+
+    /// Reads a count that must not exceed `limit` (and, when each element takes at least
+    /// one byte, what remains), so that a forged count cannot make a reader allocate.
+    public mutating func readCount(limit: Int, minimumElementBytes: Int = 1) throws(ConvergeError) -> Int {
+        let start = offset
+        let raw = try readVarint()
+        guard raw <= UInt64(limit) else { throw .malformed("count \(raw) exceeds the limit of \(limit) at byte \(start)") }
+        let count = Int(raw)
+        guard count.multipliedReportingOverflow(by: minimumElementBytes).partialValue <= remaining else {
+            throw .malformed("count \(count) at byte \(start) exceeds the remaining input")
+        }
+        return count
+    }
+
+    public mutating func readBytes(limit: Int = .max) throws(ConvergeError) -> ArraySlice<UInt8> {
+        let count = try readCount(limit: limit)
+        defer { offset += count }
+        return bytes[offset..<(offset + count)]
+    }
+
+    public mutating func readString(limit: Int = .max) throws(ConvergeError) -> String {
+        let start = offset
+        let raw = try readBytes(limit: limit)
+        guard let text = String(validating: raw, as: UTF8.self) else {
+            throw .malformed("invalid UTF-8 in string at byte \(start)")
+        }
+        return text
+    }
+
+    /// Throws unless every byte has been consumed.
+    public func expectEnd() throws(ConvergeError) {
+        guard isAtEnd else { throw .malformed("\(remaining) unexpected trailing bytes at byte \(offset)") }
+    }
+}

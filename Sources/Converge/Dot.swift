@@ -1,0 +1,24 @@
+/// The unique identity of one write: the replica that made it and that replica's
+/// counter at the time (counters start at 1).
+///
+/// Dots order by replica, then counter; that is the canonical order in which siblings
+/// are kept and handed to merge policies.
+public struct Dot: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The replica that made the write.
+    public var replica: ReplicaID
+    /// The replica's write counter, at least 1.
+    public var counter: UInt64
+
+    public init(replica: ReplicaID, counter: UInt64) {
+        precondition(counter >= 1, "dot counters start at 1")
+        self.replica = replica
+        self.counter = counter
+    }
+
+    public static func < (lhs: Dot, rhs: Dot) -> Bool {
+        if lhs.replica != rhs.replica { return lhs.replica < rhs.replica }
+        return lhs.counter < rhs.counter
+    }
+
+    public var description: String { "\(replica):\(counter)" }
+}

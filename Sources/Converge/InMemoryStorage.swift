@@ -1,0 +1,50 @@
+import Synchronization
+
+/// A ``Storage`` that keeps everything in memory: fast and isolated, for tests and for
+/// stores that need no durable copy. Nothing survives the process.
+public final class InMemoryStorage: Storage {
+    private let stored: Mutex<StoredState?>
+
+    /// Creates an empty storage, or one holding `initial`.
+    public init(_ initial: StoredState? = nil) {
+        stored = Mutex(initial)
+    }
+
+    public func load() throws(ConvergeError) -> StoredState? {
+        stored.withLock { $0 }
+    }
+
+    public func save(_ change: StorageChange) throws(ConvergeError) {
+        try stored.withLock { (state: inout StoredState?) throws(ConvergeError) in
+            var next = state ?? StoredState()
+            // Apply key by key instead of through StoredState.apply: that would rebuild
+            // the whole map on every write.
+            next.applyUnchecked(change)
+            state = next
+        }
+    }
+
+    public func replaceAll(with state: StoredState) throws(ConvergeError) {
+        stored.withLock { $0 = state }
+    }
+}
+
+extension StoredState {
+    /// Applies a change coming from a store, whose invariants the store maintains.
+    mutating func applyUnchecked(_ change: StorageChange) {
+        map.replaceEntries(change.entries, context: change.context)
+        clock = change.clock
+        for (name, record) in change.metadata { metadata[name] = record }
+    }
+}
+
+extension ReplicatedMap {
+    /// Overwrites the given keys' sibling lists (empty deletes) and the context, as
+    /// recorded by a storage change. The caller guarantees the invariants hold.
+    mutating func replaceEntries(_ changed: [String: [Sibling]], context newContext: VersionVector) {
+        for (key, siblings) in changed {
+            replaceSiblingsForStorage(forKey: key, new: siblings)
+        }
+        replaceContextForStorage(newContext)
+    }
+}

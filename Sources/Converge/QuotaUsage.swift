@@ -1,0 +1,36 @@
+/// What a state's live values count against a quota.
+///
+/// Every live sibling counts: a key with two concurrent values holds both until the app or
+/// the policy resolves them, and counting them identically on every replica keeps quota
+/// decisions deterministic whatever the read policy.
+public struct QuotaUsage: Hashable, Sendable, CustomStringConvertible {
+    /// Keys with at least one live (non-tombstone) sibling.
+    public var keyCount: Int = 0
+    /// The canonical encoded bytes of every live sibling's value.
+    public var valueBytes: Int = 0
+
+    public init(keyCount: Int = 0, valueBytes: Int = 0) {
+        self.keyCount = keyCount
+        self.valueBytes = valueBytes
+    }
+
+    mutating func add(_ siblings: [Sibling]) {
+        var live = false
+        for sibling in siblings where !sibling.isTombstone {
+            live = true
+            valueBytes += sibling.valueSizeBytes
+        }
+        if live { keyCount += 1 }
+    }
+
+    mutating func remove(_ siblings: [Sibling]) {
+        var live = false
+        for sibling in siblings where !sibling.isTombstone {
+            live = true
+            valueBytes -= sibling.valueSizeBytes
+        }
+        if live { keyCount -= 1 }
+    }
+
+    public var description: String { "\(keyCount) keys, \(valueBytes) bytes" }
+}

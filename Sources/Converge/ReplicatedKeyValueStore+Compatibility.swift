@@ -1,0 +1,165 @@
+import Foundation
+
+/// The `NSUbiquitousKeyValueStore`-compatible surface: the same names, overloads, getter
+/// conversions and notification, so that code written against Apple's store (or a
+/// protocol extracted from it) works unchanged.
+extension ReplicatedKeyValueStore {
+    /// Posted on `NotificationCenter.default`, with the store as object, when values
+    /// change from outside: another device's writes, an initial sync, a quota violation
+    /// or an account switch.
+    public static let didChangeExternallyNotification = Notification.Name("ReplicatedKeyValueStoreDidChangeExternallyNotification")
+    /// The userInfo key of the reason, an `Int`: ``ChangeReason`` raw values.
+    public static let changeReasonKey = "ReplicatedKeyValueStoreChangeReasonKey"
+    /// The userInfo key of the changed keys, a `[String]`.
+    public static let changedKeysKey = "ReplicatedKeyValueStoreChangedKeysKey"
+
+    /// `serverChange`, as in `NSUbiquitousKeyValueStoreServerChange`.
+    public static let serverChange = ChangeReason.serverChange.rawValue
+    /// `initialSyncChange`.
+    public static let initialSyncChange = ChangeReason.initialSyncChange.rawValue
+    /// `quotaViolationChange`.
+    public static let quotaViolationChange = ChangeReason.quotaViolationChange.rawValue
+    /// `accountChange`.
+    public static let accountChange = ChangeReason.accountChange.rawValue
+
+    // MARK: Writes
+
+    /// Stores a property-list object (`nil` removes the key).
+    ///
+    /// A write over the quota is refused and posts a `didChangeExternallyNotification`
+    /// with reason `quotaViolationChange`; a non-property-list object is refused with a
+    /// ``StoreEvent/writeRejected(key:error:)`` event. Either way nothing changes. Use
+    /// ``setValue(_:forKey:)`` to get the error thrown instead.
+    public func set(_ value: Any?, forKey key: String) {
+        guard let value else { return setReportingErrors(nil, forKey: key) }
+        do {
+            setReportingErrors(try Value(propertyList: value), forKey: key)
+        } catch {
+            emit([.writeRejected(key: key, error: error)])
+        }
+    }
+
+    /// Stores a string (`nil` removes the key).
+    public func set(_ value: String?, forKey key: String) {
+        setReportingErrors(value.map(Value.string), forKey: key)
+    }
+
+    /// Stores data (`nil` removes the key).
+    public func set(_ value: Data?, forKey key: String) {
+        setReportingErrors(value.map(Value.data), forKey: key)
+    }
+
+    /// Stores an array of property-list objects (`nil` removes the key).
+    public func set(_ value: [Any]?, forKey key: String) {
+        set(value as Any?, forKey: key)
+    }
+
+    /// Stores a dictionary of property-list objects (`nil` removes the key).
+    public func set(_ value: [String: Any]?, forKey key: String) {
+        set(value as Any?, forKey: key)
+    }
+
+    /// Stores a Boolean.
+    public func set(_ value: Bool, forKey key: String) {
+        setReportingErrors(.bool(value), forKey: key)
+    }
+
+    /// Stores a double (NaN is refused).
+    public func set(_ value: Double, forKey key: String) {
+        setReportingErrors(.double(value), forKey: key)
+    }
+
+    /// Stores an integer.
+    public func set(_ value: Int64, forKey key: String) {
+        setReportingErrors(.integer(value), forKey: key)
+    }
+
+    /// Removes `key`; removing an absent key does nothing.
+    public func removeObject(forKey key: String) {
+        setReportingErrors(nil, forKey: key)
+    }
+
+    // MARK: Reads
+
+    /// The value of `key` as Foundation objects (numbers as `NSNumber`), or `nil`.
+    public func object(forKey key: String) -> Any? {
+        value(forKey: key)?.propertyListObject
+    }
+
+    /// The string of `key`; numbers are converted to strings; `nil` for other types.
+    public func string(forKey key: String) -> String? {
+        value(forKey: key)?.stringConversion
+    }
+
+    /// The array of `key`, or `nil` if absent or not an array.
+    public func array(forKey key: String) -> [Any]? {
+        guard case .array(let elements)? = value(forKey: key) else { return nil }
+        return elements.map(\.propertyListObject)
+    }
+
+    /// The dictionary of `key`, or `nil` if absent or not a dictionary.
+    public func dictionary(forKey key: String) -> [String: Any]? {
+        guard case .dictionary(let members)? = value(forKey: key) else { return nil }
+        return members.mapValues(\.propertyListObject)
+    }
+
+    /// The data of `key`, or `nil` if absent or not data.
+    public func data(forKey key: String) -> Data? {
+        guard case .data(let bytes)? = value(forKey: key) else { return nil }
+        return bytes
+    }
+
+    /// The integer of `key` (see ``Value/longLongConversion``), 0 if absent.
+    public func longLong(forKey key: String) -> Int64 {
+        value(forKey: key)?.longLongConversion ?? 0
+    }
+
+    /// The double of `key` (see ``Value/doubleConversion``), 0 if absent.
+    public func double(forKey key: String) -> Double {
+        value(forKey: key)?.doubleConversion ?? 0
+    }
+
+    /// The Boolean of `key` (see ``Value/boolConversion``), `false` if absent.
+    public func bool(forKey key: String) -> Bool {
+        value(forKey: key)?.boolConversion ?? false
+    }
+
+    /// Every key and value of the synced domain, as Foundation objects.
+    public var dictionaryRepresentation: [String: Any] {
+        values.mapValues(\.propertyListObject)
+    }
+
+    /// Makes local writes durable and, for a store attached to a hub, exchanges changes
+    /// with it before returning.
+    ///
+    /// - Returns: `true` if everything succeeded; `false` if the hub was unreachable (the
+    ///   next call retries; no write is lost).
+    @discardableResult
+    public func synchronize() -> Bool {
+        // Local writes are durable when `set` returns; only syncing remains.
+        syncAgent?.synchronize(self) ?? true
+    }
+
+    /// The same events as `didChangeExternallyNotification`, for Swift concurrency.
+    ///
+    /// Each call returns a new stream that receives every later change until it is
+    /// cancelled or the store is released.
+    public func externalChanges() -> AsyncStream<ExternalChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ExternalChange.self, bufferingPolicy: .bufferingNewest(1_024))
+        let token = observe { event in
+            if case .externalChange(let change) = event { continuation.yield(change) }
+        }
+        continuation.onTermination = { _ in token.cancel() }
+        return stream
+    }
+
+    /// Every conflict, for Swift concurrency: a new stream per call.
+    public func conflicts() -> AsyncStream<Conflict> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Conflict.self, bufferingPolicy: .bufferingNewest(1_024))
+        let token = observe { event in
+            if case .conflict(let conflict) = event { continuation.yield(conflict) }
+        }
+        continuation.onTermination = { _ in token.cancel() }
+        return stream
+    }
+}

@@ -1,0 +1,285 @@
+import Foundation
+import Synchronization
+
+/// A replicated key-value store: the API of `NSUbiquitousKeyValueStore`, iCloud's quotas,
+/// and CRDT merging that never loses a write silently.
+///
+/// A store is one replica. Local writes are checked against the ``quota``, recorded in
+/// ``storage`` and applied at once; other replicas' changes arrive through ``merge(_:)``
+/// (called by a sync transport) and are reported as external changes and conflicts.
+///
+/// The store is a final class, like Apple's, and is `Sendable`: every method may be called
+/// from any thread. State lives behind a mutex; notifications and observers run after it
+/// is released, so an observer may call back into the store.
+public final class ReplicatedKeyValueStore: Sendable {
+    /// This replica's identifier.
+    public let replicaID: ReplicaID
+    /// The limits local writes are held to.
+    public let quota: Quota
+    /// Where the durable local copy lives.
+    public let storage: any Storage
+    /// The source of physical time for the hybrid logical clock.
+    public let physicalClock: any PhysicalClock
+
+    let state: Mutex<State>
+    let observers = Mutex(Observers())
+    /// Set for stores attached to a hub (see the sync layer).
+    let syncAgent: (any SyncAgent)?
+
+    struct State: Sendable {
+        var map: ReplicatedMap
+        var clock: HybridLogicalClock
+        var policies: MergePolicies
+        var registeredDefaults: [String: Value] = [:]
+        var metadata: [String: [UInt8]]
+    }
+
+    struct Observers: Sendable {
+        var nextID = 0
+        var handlers: [Int: @Sendable (StoreEvent) -> Void] = [:]
+
+        /// Handlers in registration order, so events reach them deterministically.
+        var ordered: [@Sendable (StoreEvent) -> Void] {
+            handlers.sorted { $0.key < $1.key }.map(\.value)
+        }
+    }
+
+    /// Creates a store kept in memory and not synced.
+    ///
+    /// - Parameters:
+    ///   - replicaID: This replica's identifier.
+    ///   - quota: The limits of local writes; iCloud's by default.
+    ///   - policies: How reads resolve concurrent siblings; last-writer-wins by default.
+    ///   - clock: The physical time source; the system clock by default.
+    public convenience init(
+        replicaID: ReplicaID,
+        quota: Quota = .iCloud,
+        policies: MergePolicies = MergePolicies(),
+        clock: any PhysicalClock = SystemClock()
+    ) {
+        // An empty in-memory storage cannot fail to load.
+        try! self.init(replicaID: replicaID, storage: InMemoryStorage(), quota: quota, policies: policies, clock: clock)
+    }
+
+    /// Opens a store on `storage`, loading what it holds.
+    ///
+    /// - Throws: What the storage's ``Storage/load()`` throws; nothing is overwritten.
+    public convenience init(
+        replicaID: ReplicaID,
+        storage: any Storage,
+        quota: Quota = .iCloud,
+        policies: MergePolicies = MergePolicies(),
+        clock: any PhysicalClock = SystemClock()
+    ) throws(ConvergeError) {
+        try self.init(replicaID: replicaID, storage: storage, quota: quota, policies: policies, clock: clock, syncAgent: nil)
+    }
+
+    init(
+        replicaID: ReplicaID, storage: any Storage, quota: Quota, policies: MergePolicies,
+        clock: any PhysicalClock, syncAgent: (any SyncAgent)?
+    ) throws(ConvergeError) {
+        let stored = try storage.load() ?? StoredState()
+        self.replicaID = replicaID
+        self.quota = quota
+        self.storage = storage
+        self.physicalClock = clock
+        self.syncAgent = syncAgent
+        state = Mutex(State(map: stored.map, clock: HybridLogicalClock(latest: stored.clock),
+                            policies: policies, metadata: stored.metadata))
+    }
+
+    // MARK: Local writes
+
+    /// Writes `value` for `key`, or removes the key for `nil`, after checking the quota.
+    ///
+    /// - Throws: ``ConvergeError/emptyKey``, ``ConvergeError/invalidValue(_:)``,
+    ///   ``ConvergeError/quotaExceeded(_:)`` or the storage's error; the store is then
+    ///   unchanged.
+    /// - Complexity: O(*v*) in the size of the values involved, plus the storage's cost.
+    public func setValue(_ value: Value?, forKey key: String) throws(ConvergeError) {
+        try state.withLock { (state: inout State) throws(ConvergeError) in
+            try quota.check(writing: value, forKey: key, in: state.map)
+            if value == nil, state.map.siblings(forKey: key).allSatisfy(\.isTombstone) { return }
+            var clock = state.clock
+            let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
+            var context = state.map.context
+            let dot = context.increment(replicaID)
+            let sibling = Sibling(dot: dot, timestamp: timestamp, value: value)
+            // Durable first: if the storage refuses, memory is untouched.
+            try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
+            state.map.write(value, forKey: key, replica: replicaID, timestamp: timestamp)
+            state.clock = clock
+        }
+    }
+
+    /// Removes `key`. Removing an absent key does nothing.
+    ///
+    /// - Throws: ``ConvergeError/emptyKey`` or the storage's error.
+    public func removeValue(forKey key: String) throws(ConvergeError) {
+        try setValue(nil, forKey: key)
+    }
+
+    /// Writes through the non-throwing compatible API: a refused write posts
+    /// `quotaViolationChange` (quota) or reports ``StoreEvent/writeRejected(key:error:)``
+    /// (anything else), and changes nothing.
+    func setReportingErrors(_ value: Value?, forKey key: String) {
+        do {
+            try setValue(value, forKey: key)
+        } catch {
+            if case .quotaExceeded = error {
+                emit([.externalChange(ExternalChange(reason: .quotaViolationChange, keys: [key]))])
+            } else {
+                emit([.writeRejected(key: key, error: error)])
+            }
+        }
+    }
+
+    // MARK: Reads
+
+    /// The visible value of `key` in the synced domain, falling through to the
+    /// registered defaults.
+    public func value(forKey key: String) -> Value? {
+        state.withLock { state in
+            state.map.visibleValue(forKey: key, policy: state.policies.policy(forKey: key))
+                ?? state.registeredDefaults[key]
+        }
+    }
+
+    /// Every visible value of the synced domain (registered defaults are not included).
+    public var values: [String: Value] {
+        state.withLock { state in
+            var result: [String: Value] = [:]
+            for (key, siblings) in state.map.entries {
+                if let value = ReplicatedMap.visibleValue(of: siblings, policy: state.policies.policy(forKey: key)) {
+                    result[key] = value
+                }
+            }
+            return result
+        }
+    }
+
+    /// The siblings of `key` in canonical order: one unless concurrent writes are
+    /// unresolved.
+    public func siblings(forKey key: String) -> [Sibling] {
+        state.withLock { $0.map.siblings(forKey: key) }
+    }
+
+    /// The keys that have concurrent siblings, in UTF-8 byte order.
+    public var conflictedKeys: [String] {
+        state.withLock { state in
+            state.map.entries.filter { $0.value.count > 1 }.keys
+                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        }
+    }
+
+    /// What the synced domain counts against the quota.
+    public var usage: QuotaUsage {
+        state.withLock { $0.map.usage }
+    }
+
+    /// A copy of the replicated state.
+    public var replicatedState: ReplicatedMap {
+        state.withLock { $0.map }
+    }
+
+    // MARK: Merging
+
+    /// Merges changes from another replica (a delta or a whole state).
+    ///
+    /// Keys whose visible values change are reported as one ``ChangeReason/serverChange``
+    /// (a `didChangeExternallyNotification`); keys left with concurrent siblings are
+    /// reported as ``Conflict``s.
+    ///
+    /// - Returns: The keys whose visible values changed, in UTF-8 byte order.
+    /// - Throws: The storage's error; the store is then unchanged.
+    @discardableResult
+    public func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason = .serverChange) throws(ConvergeError) -> [String] {
+        let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
+            try mergeLocked(delta, reason: reason, into: &state)
+        }
+        emit(events)
+        return events.compactMap { event -> [String]? in
+            if case .externalChange(let change) = event { return change.keys }
+            return nil
+        }.first ?? []
+    }
+
+    /// Merges `delta` with the lock held; returns the events to emit after unlocking.
+    func mergeLocked(_ delta: ReplicatedMap.Delta, reason: ChangeReason, into state: inout State, metadata: [String: [UInt8]?] = [:]) throws(ConvergeError) -> [StoreEvent] {
+        var next = state.map
+        let changed = next.apply(delta)
+        var clock = state.clock
+        for siblings in delta.entries.values {
+            for sibling in siblings { clock.observe(sibling.timestamp) }
+        }
+        if changed.isEmpty && next.context == state.map.context && metadata.isEmpty { return [] }
+        var entries: [String: [Sibling]] = [:]
+        for key in changed { entries[key] = next.siblings(forKey: key) }
+        try storage.save(StorageChange(entries: entries, context: next.context, clock: clock.latest, metadata: metadata))
+        let previous = state.map
+        state.map = next
+        state.clock = clock
+        for (name, record) in metadata { state.metadata[name] = record }
+        return Self.events(changedKeys: changed, before: previous, after: next, policies: state.policies, reason: reason)
+    }
+
+    /// The external change and conflicts a merge produced.
+    static func events(changedKeys: [String], before: ReplicatedMap, after: ReplicatedMap, policies: MergePolicies, reason: ChangeReason) -> [StoreEvent] {
+        var visibleChanges: [String] = []
+        var conflicts: [StoreEvent] = []
+        for key in changedKeys {
+            let policy = policies.policy(forKey: key)
+            let old = before.visibleValue(forKey: key, policy: policy)
+            let new = after.visibleValue(forKey: key, policy: policy)
+            if old != new { visibleChanges.append(key) }
+            let siblings = after.siblings(forKey: key)
+            if siblings.count > 1 {
+                conflicts.append(.conflict(Conflict(key: key, siblings: siblings, winner: new)))
+            }
+        }
+        var events: [StoreEvent] = []
+        if !visibleChanges.isEmpty { events.append(.externalChange(ExternalChange(reason: reason, keys: visibleChanges))) }
+        return events + conflicts
+    }
+
+    // MARK: Events
+
+    /// Calls `handler` with every event of this store until the token is cancelled or
+    /// released.
+    ///
+    /// Handlers run on the thread that caused the event, after the store's lock is
+    /// released, in registration order.
+    public func observe(_ handler: @escaping @Sendable (StoreEvent) -> Void) -> ObservationToken {
+        let id = observers.withLock { observers in
+            let id = observers.nextID
+            observers.nextID += 1
+            observers.handlers[id] = handler
+            return id
+        }
+        return ObservationToken { [weak self] in
+            _ = self?.observers.withLock { $0.handlers.removeValue(forKey: id) }
+        }
+    }
+
+    /// Delivers events: to observers, and external changes also as
+    /// `didChangeExternallyNotification` on the default notification center.
+    func emit(_ events: [StoreEvent]) {
+        guard !events.isEmpty else { return }
+        let handlers = observers.withLock { $0.ordered }
+        for event in events {
+            for handler in handlers { handler(event) }
+            if case .externalChange(let change) = event {
+                NotificationCenter.default.post(
+                    name: Self.didChangeExternallyNotification, object: self,
+                    userInfo: [Self.changeReasonKey: change.reason.rawValue, Self.changedKeysKey: change.keys])
+            }
+        }
+    }
+}
+
+/// What a store attached to a sync transport calls on `synchronize()`; implemented by
+/// the sync layer.
+protocol SyncAgent: Sendable {
+    /// Exchanges changes for `store`; returns whether the exchange succeeded.
+    func synchronize(_ store: ReplicatedKeyValueStore) -> Bool
+}

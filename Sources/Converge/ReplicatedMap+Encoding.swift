@@ -1,0 +1,171 @@
+/// Bounds applied when decoding states and deltas from untrusted bytes.
+public struct DecodingLimits: Hashable, Sendable {
+    /// The most replicas in a context.
+    public var maximumReplicas: Int
+    /// The most keys.
+    public var maximumKeys: Int
+    /// The most siblings of one key.
+    public var maximumSiblingsPerKey: Int
+
+    public init(maximumReplicas: Int = 4_096, maximumKeys: Int = 1_000_000, maximumSiblingsPerKey: Int = 4_096) {
+        self.maximumReplicas = maximumReplicas
+        self.maximumKeys = maximumKeys
+        self.maximumSiblingsPerKey = maximumSiblingsPerKey
+    }
+}
+
+extension VersionVector {
+    /// Appends the canonical encoding: the replicas in order, each with its counter.
+    public func encode(into writer: inout BinaryWriter) {
+        let sorted = sortedEntries
+        writer.writeVarint(UInt64(sorted.count))
+        for entry in sorted {
+            writer.writeString(entry.replica.rawValue)
+            writer.writeVarint(entry.counter)
+        }
+    }
+
+    /// Reads a canonically encoded version vector.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` for invalid or unordered replica IDs,
+    ///   zero counters, or more than `limits.maximumReplicas` replicas.
+    public init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+        let ordered = try Self.decodeOrdered(from: &reader, limits: limits)
+        self.init()
+        for entry in ordered { counters[entry.replica] = entry.counter }
+    }
+
+    /// Reads the entries in their encoded (replica) order.
+    static func decodeOrdered(from reader: inout BinaryReader, limits: DecodingLimits) throws(ConvergeError) -> [(replica: ReplicaID, counter: UInt64)] {
+        let count = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 3)
+        var entries: [(replica: ReplicaID, counter: UInt64)] = []
+        entries.reserveCapacity(count)
+        for _ in 0..<count {
+            let at = reader.offset
+            let text = try reader.readString(limit: ReplicaID.maximumLengthBytes)
+            guard let replica = ReplicaID(text) else { throw .malformed("invalid replica ID at byte \(at)") }
+            if let last = entries.last, !(last.replica < replica) {
+                throw .malformed("replicas not in strictly increasing order at byte \(at)")
+            }
+            let counter = try reader.readVarint()
+            guard counter > 0 else { throw .malformed("zero counter for \(replica) at byte \(at)") }
+            entries.append((replica, counter))
+        }
+        return entries
+    }
+}
+
+extension ReplicatedMap.Delta {
+    /// Appends the canonical encoding: the context, then the keys in UTF-8 byte order,
+    /// each with its siblings in dot order. A sibling names its replica by index into the
+    /// context, which always covers it.
+    public func encode(into writer: inout BinaryWriter) {
+        let replicas = context.sortedEntries.map(\.replica)
+        var index: [ReplicaID: Int] = [:]
+        for (position, replica) in replicas.enumerated() { index[replica] = position }
+        context.encode(into: &writer)
+        writer.writeVarint(UInt64(entries.count))
+        for key in entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let siblings = entries[key]!
+            writer.writeString(key)
+            writer.writeVarint(UInt64(siblings.count))
+            for sibling in siblings {
+                guard let position = index[sibling.dot.replica] else {
+                    preconditionFailure("sibling \(sibling.dot) not covered by the context")
+                }
+                writer.writeVarint(UInt64(position))
+                writer.writeVarint(sibling.dot.counter)
+                writer.writeVarint(sibling.timestamp.wallMilliseconds)
+                writer.writeVarint(UInt64(sibling.timestamp.logical))
+                if let value = sibling.value {
+                    writer.writeByte(1)
+                    value.encode(into: &writer)
+                } else {
+                    writer.writeByte(0)
+                }
+            }
+        }
+    }
+
+    /// The canonical encoding.
+    public func encoded() -> [UInt8] {
+        var writer = BinaryWriter()
+        encode(into: &writer)
+        return writer.bytes
+    }
+
+    /// Reads a canonically encoded delta (or state) from untrusted bytes.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` for anything out of order, out of bounds
+    ///   or not covered by the context; ``ConvergeError/invalidValue(_:)`` for bad values.
+    public init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+        let replicas = try VersionVector.decodeOrdered(from: &reader, limits: limits)
+        var context = VersionVector()
+        for entry in replicas { context.raise(entry.replica, to: entry.counter) }
+        let keyCount = try reader.readCount(limit: limits.maximumKeys, minimumElementBytes: 8)
+        var entries: [String: [Sibling]] = [:]
+        entries.reserveCapacity(keyCount)
+        var previousKey: String?
+        for _ in 0..<keyCount {
+            let at = reader.offset
+            let key = try reader.readString()
+            guard !key.isEmpty else { throw .malformed("empty key at byte \(at)") }
+            if let previousKey, !previousKey.utf8.lexicographicallyPrecedes(key.utf8) {
+                throw .malformed("keys not in strictly increasing byte order at byte \(at)")
+            }
+            guard entries[key] == nil else { throw .malformed("duplicate key at byte \(at)") }
+            let siblingCount = try reader.readCount(limit: limits.maximumSiblingsPerKey, minimumElementBytes: 5)
+            guard siblingCount > 0 else { throw .malformed("key without siblings at byte \(at)") }
+            var siblings: [Sibling] = []
+            siblings.reserveCapacity(siblingCount)
+            for _ in 0..<siblingCount {
+                let siblingAt = reader.offset
+                let position = try reader.readVarint()
+                guard position < UInt64(replicas.count) else { throw .malformed("replica index out of range at byte \(siblingAt)") }
+                let replica = replicas[Int(position)]
+                let counter = try reader.readVarint()
+                guard counter >= 1, counter <= replica.counter else {
+                    throw .malformed("dot \(replica.replica):\(counter) not covered by the context at byte \(siblingAt)")
+                }
+                let wall = try reader.readVarint()
+                let logicalRaw = try reader.readVarint()
+                guard logicalRaw <= UInt64(UInt32.max) else { throw .malformed("logical clock out of range at byte \(siblingAt)") }
+                let value: Value?
+                switch try reader.readByte() {
+                case 0: value = nil
+                case 1: value = try Value(from: &reader)
+                case let flag: throw .malformed("unknown sibling flag \(flag) at byte \(siblingAt)")
+                }
+                let sibling = Sibling(dot: Dot(replica: replica.replica, counter: counter),
+                                      timestamp: HybridTimestamp(wallMilliseconds: wall, logical: UInt32(logicalRaw)),
+                                      value: value)
+                if let last = siblings.last, !(last.dot < sibling.dot) {
+                    throw .malformed("siblings not in strictly increasing dot order at byte \(siblingAt)")
+                }
+                siblings.append(sibling)
+            }
+            entries[key] = siblings
+            previousKey = key
+        }
+        self.init(entries: entries, context: context)
+    }
+
+    /// Decodes a delta that must take up all of `bytes`.
+    public init(encoded bytes: [UInt8], limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+        var reader = BinaryReader(bytes)
+        try self.init(from: &reader, limits: limits)
+        try reader.expectEnd()
+    }
+}
+
+extension ReplicatedMap {
+    /// The canonical encoding of the whole state (that of ``asDelta``): equal states
+    /// encode to equal bytes, so it serves as a digest and a snapshot.
+    public func encoded() -> [UInt8] { asDelta.encoded() }
+
+    /// Decodes a state encoded by ``encoded()``.
+    public init(encoded bytes: [UInt8], limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+        let delta = try Delta(encoded: bytes, limits: limits)
+        try self.init(entries: delta.entries, context: delta.context)
+    }
+}

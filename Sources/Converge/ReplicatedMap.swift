@@ -1,0 +1,273 @@
+/// The replicated state of one store: an observed-remove map of multi-value registers
+/// with a causal context (an "optimized OR-map" in the delta-CRDT literature).
+///
+/// `entries[k]` holds the siblings of key `k`: the causally concurrent writes that no
+/// replica has yet overwritten, in canonical (dot) order. `context` is the version vector
+/// of every write incorporated. The rules below are what makes replicas converge:
+///
+/// - A local write replaces every sibling of the key with one new sibling, because the
+///   writer has seen them all.
+/// - ``join(_:)`` keeps a sibling of either side if the other side also has it or has not
+///   seen its dot; the contexts are joined pointwise.
+/// - ``delta(for:)`` sends every key with a sibling the peer has not seen, with its whole
+///   sibling set, and the whole context; ``apply(_:)`` joins key by key.
+///
+/// The map is I/O-free and deterministic. Merge policies are read views over the siblings
+/// (``MergePolicy``); the map itself never discards a concurrent write.
+public struct ReplicatedMap: Hashable, Sendable {
+    /// The siblings of every key that has at least one, each array in dot order.
+    public private(set) var entries: [String: [Sibling]]
+    /// Every write incorporated in this state.
+    public private(set) var context: VersionVector
+    /// What the live (non-tombstone) siblings count against a quota.
+    public private(set) var usage: QuotaUsage
+
+    /// The empty state.
+    public init() {
+        entries = [:]
+        context = VersionVector()
+        usage = QuotaUsage()
+    }
+
+    /// Creates a state from its parts, checking the invariants (used by decoders).
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if a sibling list is empty or out of
+    ///   order, or a sibling's dot is not covered by `context`.
+    public init(entries: [String: [Sibling]], context: VersionVector) throws(ConvergeError) {
+        for (key, siblings) in entries {
+            guard !key.isEmpty else { throw .malformed("empty key") }
+            guard !siblings.isEmpty else { throw .malformed("key \"\(key)\" has no siblings") }
+            for index in siblings.indices {
+                if index > 0, !(siblings[index - 1].dot < siblings[index].dot) {
+                    throw .malformed("siblings of \"\(key)\" are not in strictly increasing dot order")
+                }
+                guard context.contains(siblings[index].dot) else {
+                    throw .malformed("sibling \(siblings[index].dot) of \"\(key)\" is not covered by the context \(context)")
+                }
+            }
+        }
+        self.entries = entries
+        self.context = context
+        usage = QuotaUsage()
+        for siblings in entries.values { usage.add(siblings) }
+    }
+
+    /// The siblings of `key`, in canonical order; empty if the key has none.
+    public func siblings(forKey key: String) -> [Sibling] {
+        entries[key] ?? []
+    }
+
+    /// The keys with at least one live (non-tombstone) sibling, in UTF-8 byte order.
+    public var liveKeys: [String] {
+        entries.compactMap { key, siblings in siblings.contains { !$0.isTombstone } ? key : nil }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// The value a read of `key` returns under `policy`, or `nil` if the key is absent.
+    ///
+    /// A key whose siblings are all tombstones is absent; the policy is consulted only
+    /// when siblings disagree.
+    public func visibleValue(forKey key: String, policy: MergePolicy) -> Value? {
+        guard let siblings = entries[key] else { return nil }
+        return Self.visibleValue(of: siblings, policy: policy)
+    }
+
+    static func visibleValue(of siblings: [Sibling], policy: MergePolicy) -> Value? {
+        if siblings.count == 1 { return siblings[0].value }
+        guard siblings.contains(where: { !$0.isTombstone }) else { return nil }
+        return policy.resolve(siblings)
+    }
+
+    // MARK: Local operations
+
+    /// Writes `value` (or removes the key, for `nil`) as a new write of `replica`.
+    ///
+    /// Removing a key that has no live sibling is a no-op that creates no dot. Limits
+    /// (quotas, value validity) are the caller's to check before; see ``Quota``.
+    ///
+    /// - Returns: The dot of the new write, or `nil` for a no-op removal.
+    /// - Complexity: O(*s* + *v*), where *s* is the number of siblings the write replaces
+    ///   and *v* the size of the values involved.
+    @discardableResult
+    public mutating func write(_ value: Value?, forKey key: String, replica: ReplicaID, timestamp: HybridTimestamp) -> Dot? {
+        precondition(!key.isEmpty, "keys must not be empty")
+        let previous = entries[key]
+        if value == nil, previous?.allSatisfy(\.isTombstone) ?? true { return nil }
+        let dot = context.increment(replica)
+        let sibling = Sibling(dot: dot, timestamp: timestamp, value: value)
+        if let previous { usage.remove(previous) }
+        usage.add([sibling])
+        entries[key] = [sibling]
+        return dot
+    }
+
+    // MARK: Merging
+
+    /// Merges another replica's whole state into this one.
+    ///
+    /// Commutative, associative and idempotent.
+    ///
+    /// - Parameter other: The state of another replica.
+    /// - Returns: The keys whose sibling sets changed, in UTF-8 byte order.
+    /// - Complexity: O(*k* · *s*), where *k* is the number of keys of both states and *s*
+    ///   the number of siblings per key.
+    @discardableResult
+    public mutating func join(_ other: ReplicatedMap) -> [String] {
+        var changed: [String] = []
+        // Where the other side has no sibling, ours survive unless it has seen them.
+        var pruned: [(key: String, old: [Sibling], kept: [Sibling])] = []
+        for (key, ours) in entries where other.entries[key] == nil {
+            let kept = ours.filter { !other.context.contains($0.dot) }
+            if kept.count != ours.count { pruned.append((key, ours, kept)) }
+        }
+        for (key, old, kept) in pruned {
+            replaceSiblings(forKey: key, old: old, new: kept)
+            changed.append(key)
+        }
+        for (key, theirs) in other.entries {
+            if mergeSiblings(forKey: key, theirs: theirs, theirContext: other.context) { changed.append(key) }
+        }
+        context.formUnion(other.context)
+        return changed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// The changes a peer whose state incorporates `peerContext` lacks.
+    ///
+    /// `peerContext` must be a version vector the peer actually reported (or an older
+    /// one): a guessed, higher vector can make the delta omit writes the peer needs.
+    ///
+    /// - Returns: Every key with a sibling not covered by `peerContext`, with all its
+    ///   siblings, and this state's whole context.
+    /// - Complexity: O(*n*) in the number of siblings.
+    public func delta(for peerContext: VersionVector) -> Delta {
+        var changed: [String: [Sibling]] = [:]
+        for (key, siblings) in entries where siblings.contains(where: { !peerContext.contains($0.dot) }) {
+            changed[key] = siblings
+        }
+        return Delta(entries: changed, context: context)
+    }
+
+    /// Joins a delta into this state, key by key.
+    ///
+    /// Applying `a.delta(for: b.context)` to `b` gives the same state as `b.join(a)`.
+    /// Deltas are idempotent and may arrive in any order or more than once.
+    ///
+    /// - Returns: The keys whose sibling sets changed, in UTF-8 byte order.
+    /// - Complexity: O(*k* · *s*) in the keys and siblings of the delta.
+    @discardableResult
+    public mutating func apply(_ delta: Delta) -> [String] {
+        var changed: [String] = []
+        for (key, theirs) in delta.entries {
+            if mergeSiblings(forKey: key, theirs: theirs, theirContext: delta.context) { changed.append(key) }
+        }
+        context.formUnion(delta.context)
+        return changed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// Joins one key's siblings with another replica's; returns whether they changed.
+    private mutating func mergeSiblings(forKey key: String, theirs: [Sibling], theirContext: VersionVector) -> Bool {
+        let ours = entries[key] ?? []
+        let merged = Self.mergedSiblings(ours, context, theirs, theirContext)
+        guard merged != ours else { return false }
+        replaceSiblings(forKey: key, old: ours, new: merged)
+        return true
+    }
+
+    /// The join of two sibling lists, both in dot order, given each side's context.
+    static func mergedSiblings(_ ours: [Sibling], _ ourContext: VersionVector, _ theirs: [Sibling], _ theirContext: VersionVector) -> [Sibling] {
+        var merged: [Sibling] = []
+        merged.reserveCapacity(max(ours.count, theirs.count))
+        var i = 0
+        var j = 0
+        while i < ours.count || j < theirs.count {
+            if j == theirs.count || (i < ours.count && ours[i].dot < theirs[j].dot) {
+                if !theirContext.contains(ours[i].dot) { merged.append(ours[i]) }
+                i += 1
+            } else if i == ours.count || theirs[j].dot < ours[i].dot {
+                if !ourContext.contains(theirs[j].dot) { merged.append(theirs[j]) }
+                j += 1
+            } else {
+                merged.append(ours[i])  // the same write on both sides
+                i += 1
+                j += 1
+            }
+        }
+        return merged
+    }
+
+    mutating func replaceSiblingsForStorage(forKey key: String, new: [Sibling]) {
+        replaceSiblings(forKey: key, old: entries[key] ?? [], new: new)
+    }
+
+    mutating func replaceContextForStorage(_ newContext: VersionVector) {
+        context = newContext
+    }
+
+    private mutating func replaceSiblings(forKey key: String, old: [Sibling], new: [Sibling]) {
+        usage.remove(old)
+        usage.add(new)
+        entries[key] = new.isEmpty ? nil : new
+    }
+
+    // MARK: Tombstone collection
+
+    /// Drops the keys whose siblings are all tombstones covered by `stableFrontier`.
+    ///
+    /// `stableFrontier` must be causally stable: covered by the acknowledged context of
+    /// every replica in the membership, so that no replica can still hold a write those
+    /// tombstones supersede. Visible values never change: such keys are absent already.
+    ///
+    /// - Returns: How many tombstones were dropped.
+    /// - Complexity: O(*n*) in the number of siblings.
+    @discardableResult
+    public mutating func collectTombstones(stableFrontier: VersionVector) -> Int {
+        var collectable: [String] = []
+        for (key, siblings) in entries
+        where siblings.allSatisfy({ $0.isTombstone && stableFrontier.contains($0.dot) }) {
+            collectable.append(key)
+        }
+        var dropped = 0
+        for key in collectable {
+            dropped += entries[key]?.count ?? 0
+            entries[key] = nil
+        }
+        return dropped
+    }
+
+    /// Checks every structural invariant; traps on a violation. Meant for tests and
+    /// debug builds.
+    public func checkInvariants() {
+        var live = QuotaUsage()
+        for (key, siblings) in entries {
+            precondition(!siblings.isEmpty, "key \(key) has an empty sibling list")
+            for index in siblings.indices {
+                precondition(context.contains(siblings[index].dot), "sibling \(siblings[index].dot) not covered by context")
+                if index > 0 { precondition(siblings[index - 1].dot < siblings[index].dot, "siblings out of order") }
+            }
+            live.add(siblings)
+        }
+        precondition(live == usage, "usage \(usage) does not match the entries (\(live))")
+    }
+}
+
+extension ReplicatedMap {
+    /// A fragment of a state for a peer: some keys with their whole sibling sets, and the
+    /// sender's whole context.
+    public struct Delta: Hashable, Sendable {
+        /// The keys the peer lacks something of, each with all its siblings in dot order.
+        public var entries: [String: [Sibling]]
+        /// The sender's context.
+        public var context: VersionVector
+
+        public init(entries: [String: [Sibling]], context: VersionVector) {
+            self.entries = entries
+            self.context = context
+        }
+
+        /// Whether the delta carries no key (it may still advance the peer's context).
+        public var isEmpty: Bool { entries.isEmpty }
+    }
+
+    /// This whole state as a delta, for a peer that has nothing.
+    public var asDelta: Delta { Delta(entries: entries, context: context) }
+}

@@ -1,0 +1,89 @@
+/// A causal context: for each replica, the number of its writes incorporated so far.
+///
+/// `vector[r] == n` means that every dot `r:1…n` has been incorporated, either applied or
+/// known to be superseded. A version vector is contiguous and never shrinks. Iteration
+/// (``sortedEntries``) is in replica order, so it never leaks `Dictionary` order into
+/// encodings or decisions.
+public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
+    @usableFromInline var counters: [ReplicaID: UInt64]
+
+    /// The empty context: nothing incorporated.
+    public init() { counters = [:] }
+
+    /// Creates a context from per-replica counters; zero counters are dropped.
+    public init(_ counters: [ReplicaID: UInt64]) {
+        self.counters = counters.filter { $0.value > 0 }
+    }
+
+    /// The counter of `replica`, 0 if none of its writes has been incorporated.
+    @inlinable
+    public subscript(replica: ReplicaID) -> UInt64 {
+        counters[replica, default: 0]
+    }
+
+    /// Whether the write `dot` is incorporated in this context.
+    @inlinable
+    public func contains(_ dot: Dot) -> Bool {
+        counters[dot.replica, default: 0] >= dot.counter
+    }
+
+    /// Records the next write of `replica` and returns its dot.
+    @discardableResult
+    public mutating func increment(_ replica: ReplicaID) -> Dot {
+        let next = counters[replica, default: 0] + 1
+        counters[replica] = next
+        return Dot(replica: replica, counter: next)
+    }
+
+    /// Raises the counter of `replica` to at least `counter`.
+    public mutating func raise(_ replica: ReplicaID, to counter: UInt64) {
+        guard counter > 0 else { return }
+        counters[replica] = max(counters[replica, default: 0], counter)
+    }
+
+    /// Takes the pointwise maximum with `other` (the join of contexts).
+    ///
+    /// - Complexity: O(*r*), where *r* is the number of replicas in `other`.
+    public mutating func formUnion(_ other: VersionVector) {
+        for (replica, counter) in other.counters where counter > counters[replica, default: 0] {
+            counters[replica] = counter
+        }
+    }
+
+    /// The pointwise maximum of two contexts.
+    public func union(_ other: VersionVector) -> VersionVector {
+        var result = self
+        result.formUnion(other)
+        return result
+    }
+
+    /// The pointwise minimum of two contexts: what both have incorporated.
+    public func intersection(_ other: VersionVector) -> VersionVector {
+        var result = VersionVector()
+        for (replica, counter) in counters {
+            let shared = min(counter, other[replica])
+            if shared > 0 { result.counters[replica] = shared }
+        }
+        return result
+    }
+
+    /// Whether every write incorporated here is also incorporated in `other`.
+    public func isDominated(by other: VersionVector) -> Bool {
+        counters.allSatisfy { other[$0.key] >= $0.value }
+    }
+
+    /// The replicas with a non-zero counter, with their counters, in replica order.
+    public var sortedEntries: [(replica: ReplicaID, counter: UInt64)] {
+        counters.map { (replica: $0.key, counter: $0.value) }.sorted { $0.replica < $1.replica }
+    }
+
+    /// The number of replicas with a non-zero counter.
+    public var count: Int { counters.count }
+
+    /// Whether no write is incorporated.
+    public var isEmpty: Bool { counters.isEmpty }
+
+    public var description: String {
+        "[" + sortedEntries.map { "\($0.replica):\($0.counter)" }.joined(separator: ", ") + "]"
+    }
+}
