@@ -37,7 +37,7 @@ public enum Value: Hashable, Sendable {
         switch self {
         case .double(let number) where number.isNaN:
             throw .invalidValue(.notANumber)
-        case .date(let date) where date.timeIntervalSince1970.isNaN:
+        case .date(let date) where date.timeIntervalSinceReferenceDate.isNaN:
             throw .invalidValue(.notANumber)
         case .array(let elements):
             guard depth < Self.maximumNestingDepth else { throw .invalidValue(.tooDeep(limit: Self.maximumNestingDepth)) }
@@ -85,7 +85,7 @@ extension Value {
             writer.writeBytes(bytes)
         case .date(let date):
             writer.writeByte(Tag.date.rawValue)
-            writer.writeFixed64(date.timeIntervalSince1970.bitPattern)
+            writer.writeFixed64(date.timeIntervalSinceReferenceDate.bitPattern)  // Date's own storage: exact
         case .array(let elements):
             writer.writeByte(Tag.array.rawValue)
             writer.writeVarint(UInt64(elements.count))
@@ -165,7 +165,7 @@ extension Value {
         case .date:
             let seconds = Double(bitPattern: try reader.readFixed64())
             guard !seconds.isNaN else { throw .invalidValue(.notANumber) }
-            return .date(Date(timeIntervalSince1970: seconds))
+            return .date(Date(timeIntervalSinceReferenceDate: seconds))
         case .array:
             guard depth < maximumNestingDepth else { throw .invalidValue(.tooDeep(limit: maximumNestingDepth)) }
             let count = try reader.readCount(limit: maximumEncodedBytes)
