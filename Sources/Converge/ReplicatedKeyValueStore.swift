@@ -32,6 +32,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         var policies: MergePolicies
         var registeredDefaults: [String: Value] = [:]
         var metadata: [String: [UInt8]]
+        var account: AccountID
     }
 
     struct Observers: Sendable {
@@ -84,8 +85,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         self.storage = storage
         self.physicalClock = clock
         self.syncAgent = syncAgent
+        let account = stored.metadata[Self.currentAccountKey].flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? .default
         state = Mutex(State(map: stored.map, clock: HybridLogicalClock(latest: stored.clock),
-                            policies: policies, metadata: stored.metadata))
+                            policies: policies, metadata: stored.metadata, account: account))
     }
 
     // MARK: Local writes

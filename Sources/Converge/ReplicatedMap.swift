@@ -164,6 +164,21 @@ public struct ReplicatedMap: Hashable, Sendable {
         return changed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
+    /// Joins one key of a delta without taking the delta's context yet; the caller must
+    /// call ``formContextUnion(_:)`` with the same context after its last key. Used by a
+    /// hub that checks the quota key by key.
+    ///
+    /// - Returns: Whether the key's siblings changed.
+    @discardableResult
+    public mutating func applyEntry(forKey key: String, siblings theirs: [Sibling], senderContext: VersionVector) -> Bool {
+        mergeSiblings(forKey: key, theirs: theirs, theirContext: senderContext)
+    }
+
+    /// Joins `other` into this state's context (the last step of applying a delta).
+    public mutating func formContextUnion(_ other: VersionVector) {
+        context.formUnion(other)
+    }
+
     /// Joins one key's siblings with another replica's; returns whether they changed.
     private mutating func mergeSiblings(forKey key: String, theirs: [Sibling], theirContext: VersionVector) -> Bool {
         let ours = entries[key] ?? []
@@ -221,17 +236,20 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// - Complexity: O(*n*) in the number of siblings.
     @discardableResult
     public mutating func collectTombstones(stableFrontier: VersionVector) -> Int {
-        var collectable: [String] = []
-        for (key, siblings) in entries
-        where siblings.allSatisfy({ $0.isTombstone && stableFrontier.contains($0.dot) }) {
-            collectable.append(key)
-        }
+        let collectable = collectableKeys(stableFrontier: stableFrontier)
         var dropped = 0
         for key in collectable {
             dropped += entries[key]?.count ?? 0
             entries[key] = nil
         }
         return dropped
+    }
+
+    /// The keys ``collectTombstones(stableFrontier:)`` would drop, in UTF-8 byte order.
+    public func collectableKeys(stableFrontier: VersionVector) -> [String] {
+        entries.compactMap { key, siblings in
+            siblings.allSatisfy { $0.isTombstone && stableFrontier.contains($0.dot) } ? key : nil
+        }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// Checks every structural invariant; traps on a violation. Meant for tests and

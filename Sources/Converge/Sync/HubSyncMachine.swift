@@ -1,0 +1,157 @@
+/// The hub side of the protocol: the authoritative replica every device syncs with, as a
+/// pure state machine (pushes and ticks in, replies out; no I/O, no clock of its own).
+///
+/// Per account it keeps the replicated state, the members with their acknowledged
+/// contexts, and a ``StabilityTracker``. It
+/// - applies each push key by key, in UTF-8 byte order, and answers a write that would
+///   break the quota with a compensating write of its own, which supersedes it;
+/// - collects tombstones below the safe stable frontier, which it announces;
+/// - retires members silent longer than ``retirementIntervalMilliseconds`` so collection
+///   can proceed, and gives a returning one a full-state reply.
+public struct HubSyncMachine: Sendable {
+    /// The hub's replica ID: the author of compensating writes.
+    public let hubID: ReplicaID
+    /// The quota the hub enforces on converged state.
+    public let quota: Quota
+    /// The policy that decides the "previous visible value" a compensating write restores.
+    public let policies: MergePolicies
+    /// How long a member may stay silent before it is retired.
+    public let retirementIntervalMilliseconds: UInt64
+    private(set) var accounts: [AccountID: AccountState] = [:]
+
+    struct AccountState: Sendable {
+        var map = ReplicatedMap()
+        var clock = HybridLogicalClock()
+        var members: [ReplicaID: Member] = [:]
+        var retired: Set<ReplicaID> = []
+        var stability = StabilityTracker()
+        var tombstonesCollected = 0
+        var compensations = 0
+    }
+
+    struct Member: Sendable {
+        var acknowledged: VersionVector
+        var lastSeenMilliseconds: UInt64
+    }
+
+    public init(hubID: ReplicaID = "hub", quota: Quota = .iCloud, policies: MergePolicies = MergePolicies(),
+                retirementIntervalMilliseconds: UInt64 = 30 * 24 * 3_600 * 1_000) {
+        self.hubID = hubID
+        self.quota = quota
+        self.policies = policies
+        self.retirementIntervalMilliseconds = retirementIntervalMilliseconds
+    }
+
+    /// Handles one push and returns the reply for its device.
+    ///
+    /// - Complexity: O(*k* · *s*) for the keys of the push, plus O(*n*) to compute the
+    ///   reply and collect tombstones.
+    public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64) -> SyncReply {
+        retireSilentMembers(nowMilliseconds: nowMilliseconds)
+        var state = accounts[push.account] ?? AccountState()
+        let returning = state.retired.remove(push.device) != nil
+        let rejected = applyEnforcingQuota(push.delta, to: &state, nowMilliseconds: nowMilliseconds)
+        state.members[push.device] = Member(acknowledged: push.delta.context, lastSeenMilliseconds: nowMilliseconds)
+        let frontier = collect(&state)
+        let reply = SyncReply(
+            account: push.account,
+            kind: returning ? .fullState : .delta,
+            delta: returning ? state.map.asDelta : state.map.delta(for: push.delta.context),
+            stableFrontier: frontier,
+            rejectedKeys: rejected)
+        accounts[push.account] = state
+        return reply
+    }
+
+    /// Retires the members silent for longer than the retirement interval.
+    ///
+    /// - Returns: The retired members, by account, in order.
+    @discardableResult
+    public mutating func retireSilentMembers(nowMilliseconds: UInt64) -> [(account: AccountID, device: ReplicaID)] {
+        var retired: [(AccountID, ReplicaID)] = []
+        for account in accounts.keys.sorted() {
+            var state = accounts[account]!
+            let silent = state.members.filter { nowMilliseconds > $0.value.lastSeenMilliseconds &+ retirementIntervalMilliseconds }
+                .keys.sorted()
+            guard !silent.isEmpty else { continue }
+            for device in silent {
+                state.members[device] = nil
+                state.retired.insert(device)
+                retired.append((account, device))
+            }
+            _ = collect(&state)
+            accounts[account] = state
+        }
+        return retired
+    }
+
+    /// The hub's state of `account`.
+    public func state(of account: AccountID) -> ReplicatedMap {
+        accounts[account]?.map ?? ReplicatedMap()
+    }
+
+    /// The current members of `account`, in order.
+    public func members(of account: AccountID) -> [ReplicaID] {
+        (accounts[account]?.members.keys.sorted()) ?? []
+    }
+
+    /// The retired members of `account`, in order.
+    public func retiredMembers(of account: AccountID) -> [ReplicaID] {
+        (accounts[account]?.retired.sorted()) ?? []
+    }
+
+    /// How many compensating writes the hub has made in `account`.
+    public func compensations(in account: AccountID) -> Int {
+        accounts[account]?.compensations ?? 0
+    }
+
+    /// How many tombstones the hub has collected in `account`.
+    public func tombstonesCollected(in account: AccountID) -> Int {
+        accounts[account]?.tombstonesCollected ?? 0
+    }
+
+    /// The accounts the hub has state for, in order.
+    public var accountIDs: [AccountID] { accounts.keys.sorted() }
+
+    // MARK: Internals
+
+    /// Applies a push key by key; returns the keys it compensated.
+    private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, to state: inout AccountState, nowMilliseconds: UInt64) -> [String] {
+        var rejected: [String] = []
+        for key in delta.entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let incoming = delta.entries[key]!
+            for sibling in incoming { state.clock.observe(sibling.timestamp) }
+            let previous = state.map.siblings(forKey: key)
+            let usageBefore = state.map.usage
+            guard state.map.applyEntry(forKey: key, siblings: incoming, senderContext: delta.context) else { continue }
+            let current = state.map.siblings(forKey: key)
+            let arrived = current.filter { sibling in !sibling.isTombstone && !previous.contains(sibling) }
+            guard !arrived.isEmpty, breaksQuota(key: key, arrived: arrived, before: usageBefore, after: state.map.usage) else { continue }
+            // Supersede the offending write(s) with the hub's own write of what was
+            // visible before; the incoming dots are covered once the context is joined.
+            let restored = previous.isEmpty ? nil : ReplicatedMap.visibleValue(of: previous, policy: policies.policy(forKey: key))
+            let stamp = state.clock.tick(nowMilliseconds: nowMilliseconds)
+            state.map.write(restored, forKey: key, replica: hubID, timestamp: stamp)
+            state.compensations += 1
+            rejected.append(key)
+        }
+        state.map.formContextUnion(delta.context)
+        return rejected
+    }
+
+    private func breaksQuota(key: String, arrived: [Sibling], before: QuotaUsage, after: QuotaUsage) -> Bool {
+        if key.utf8.count > quota.maximumKeyBytes { return true }
+        if arrived.contains(where: { $0.valueSizeBytes > quota.maximumValueBytes }) { return true }
+        if after.keyCount > quota.maximumKeyCount && after.keyCount > before.keyCount { return true }
+        return after.valueBytes > quota.maximumTotalValueBytes && after.valueBytes > before.valueBytes
+    }
+
+    /// Observes the members' acknowledgements and collects below the safe frontier.
+    private func collect(_ state: inout AccountState) -> VersionVector {
+        var acknowledged: [ReplicaID: VersionVector] = [hubID: state.map.context]
+        for (device, member) in state.members { acknowledged[device] = member.acknowledged }
+        let frontier = state.stability.observe(acknowledged: acknowledged)
+        state.tombstonesCollected += state.map.collectTombstones(stableFrontier: frontier)
+        return frontier
+    }
+}

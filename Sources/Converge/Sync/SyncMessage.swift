@@ -1,0 +1,143 @@
+/// What a device sends the hub: its changes and, implicitly, its acknowledgement.
+///
+/// `delta` is computed for the context the hub last *reported* to the device (never a
+/// guessed one), and carries the device's whole context, which serves as its
+/// acknowledgement for tombstone collection.
+public struct SyncPush: Hashable, Sendable {
+    public var account: AccountID
+    public var device: ReplicaID
+    public var delta: ReplicatedMap.Delta
+
+    public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta) {
+        self.account = account
+        self.device = device
+        self.delta = delta
+    }
+}
+
+/// What the hub answers: what the device lacks, the stable frontier, and the keys whose
+/// writes it overrode to keep the quota.
+public struct SyncReply: Hashable, Sendable {
+    /// How the device must take `delta`.
+    public enum Kind: UInt8, Hashable, Sendable {
+        /// Join key by key (the usual case).
+        case delta = 0
+        /// The hub's whole state, for a device returning after retirement: join it
+        /// whole, dropping what the hub has seen and no longer has.
+        case fullState = 1
+    }
+
+    public var account: AccountID
+    public var kind: Kind
+    /// The changes, carrying the hub's whole context (the device's next push is computed
+    /// for that context).
+    public var delta: ReplicatedMap.Delta
+    /// Tombstones covered by this frontier may be collected.
+    public var stableFrontier: VersionVector
+    /// Keys whose writes from this device broke the quota and were superseded by a
+    /// compensating write of the hub, in UTF-8 byte order.
+    public var rejectedKeys: [String]
+
+    public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String]) {
+        self.account = account
+        self.kind = kind
+        self.delta = delta
+        self.stableFrontier = stableFrontier
+        self.rejectedKeys = rejectedKeys
+    }
+}
+
+/// A message of the sync protocol, with a versioned compact binary encoding.
+///
+/// Layout: a magic byte, the format version, a type byte, then the payload (see
+/// ``ReplicatedMap/Delta/encode(into:)`` for deltas). Decoding untrusted bytes never
+/// traps: anything malformed, oversized or of an unknown version throws
+/// ``ConvergeError/malformed(_:)``.
+public enum SyncMessage: Hashable, Sendable {
+    case push(SyncPush)
+    case reply(SyncReply)
+
+    /// The largest encoded message accepted or produced.
+    public static let maximumEncodedBytes = 16 * 1024 * 1024
+    /// The first byte of every message.
+    public static let magic: UInt8 = 0xC7
+    /// The current format version.
+    public static let formatVersion: UInt8 = 1
+
+    private enum TypeTag: UInt8 {
+        case push = 1
+        case reply = 2
+    }
+
+    /// The encoded message.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if it would exceed
+    ///   ``maximumEncodedBytes``: the transport must not send it.
+    public func encoded() throws(ConvergeError) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.writeByte(Self.magic)
+        writer.writeByte(Self.formatVersion)
+        switch self {
+        case .push(let push):
+            writer.writeByte(TypeTag.push.rawValue)
+            writer.writeString(push.account.rawValue)
+            writer.writeString(push.device.rawValue)
+            push.delta.encode(into: &writer)
+        case .reply(let reply):
+            writer.writeByte(TypeTag.reply.rawValue)
+            writer.writeString(reply.account.rawValue)
+            writer.writeByte(reply.kind.rawValue)
+            reply.delta.encode(into: &writer)
+            reply.stableFrontier.encode(into: &writer)
+            writer.writeVarint(UInt64(reply.rejectedKeys.count))
+            for key in reply.rejectedKeys { writer.writeString(key) }
+        }
+        guard writer.bytes.count <= Self.maximumEncodedBytes else {
+            throw .malformed("message of \(writer.bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
+        }
+        return writer.bytes
+    }
+
+    /// Decodes a message from untrusted bytes.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` or ``ConvergeError/invalidValue(_:)``.
+    public init(encoded bytes: [UInt8], limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+        guard bytes.count <= Self.maximumEncodedBytes else {
+            throw .malformed("message of \(bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
+        }
+        var reader = BinaryReader(bytes)
+        guard try reader.readByte() == Self.magic else { throw .malformed("not a Converge sync message (bad magic byte)") }
+        let version = try reader.readByte()
+        guard version == Self.formatVersion else { throw .malformed("unsupported message format version \(version)") }
+        let tagByte = try reader.readByte()
+        guard let tag = TypeTag(rawValue: tagByte) else { throw .malformed("unknown message type \(tagByte)") }
+        let account = try Self.readAccount(&reader)
+        switch tag {
+        case .push:
+            let at = reader.offset
+            guard let device = ReplicaID(try reader.readString(limit: ReplicaID.maximumLengthBytes)) else {
+                throw .malformed("invalid device ID at byte \(at)")
+            }
+            self = .push(SyncPush(account: account, device: device, delta: try ReplicatedMap.Delta(from: &reader, limits: limits)))
+        case .reply:
+            let kindByte = try reader.readByte()
+            guard let kind = SyncReply.Kind(rawValue: kindByte) else { throw .malformed("unknown reply kind \(kindByte)") }
+            let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
+            let frontier = try VersionVector(from: &reader, limits: limits)
+            let count = try reader.readCount(limit: limits.maximumKeys)
+            var keys: [String] = []
+            keys.reserveCapacity(count)
+            for _ in 0..<count { keys.append(try reader.readString()) }
+            self = .reply(SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys))
+        }
+        try reader.expectEnd()
+    }
+
+    private static func readAccount(_ reader: inout BinaryReader) throws(ConvergeError) -> AccountID {
+        let at = reader.offset
+        guard let account = AccountID(try reader.readString(limit: AccountID.maximumLengthBytes)) else {
+            throw .malformed("invalid account ID at byte \(at)")
+        }
+        return account
+    }
+}

@@ -1,0 +1,148 @@
+import Converge
+import Foundation
+import Testing
+
+@Suite("In-process sync through an InMemoryHub")
+struct InProcessSyncTests {
+    let clock = ManualClock()
+
+    @Test func aWriteOnOneDeviceReachesTheOtherWithANotification() throws {
+        let hub = InMemoryHub(clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: clock)
+        let received = Received()
+        let observer = NotificationCenter.default.addObserver(
+            forName: ReplicatedKeyValueStore.didChangeExternallyNotification, object: tablet, queue: nil
+        ) { note in
+            received.append(note.userInfo?[ReplicatedKeyValueStore.changeReasonKey] as? Int,
+                            note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String])
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        phone.set(["Surrey"], forKey: "FavouriteCounties")
+        #expect(phone.synchronize())
+        #expect(tablet.synchronize())
+        #expect(tablet.array(forKey: "FavouriteCounties") as? [String] == ["Surrey"])
+        #expect(received.items == [Received.Item(reason: ReplicatedKeyValueStore.serverChange, keys: ["FavouriteCounties"])])
+        // Nothing new: a second exchange posts nothing.
+        #expect(tablet.synchronize())
+        #expect(received.items.count == 1)
+    }
+
+    @Test func anUnreachableHubFailsTheSyncAndLosesNothing() {
+        let hub = InMemoryHub(clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: clock)
+        hub.isReachable = false
+        phone.set("offline edit", forKey: "note")
+        #expect(!phone.synchronize())
+        hub.isReachable = true
+        #expect(phone.synchronize() && tablet.synchronize())
+        #expect(tablet.string(forKey: "note") == "offline edit")
+    }
+
+    @Test func concurrentWritesConvergeAndAreReportedAsConflicts() throws {
+        let hub = InMemoryHub(clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: clock)
+        let log = EventLog()
+        let token = phone.observe(log.append)
+        defer { token.cancel() }
+        phone.set("from phone", forKey: "title")
+        clock.advance(byMilliseconds: 10)
+        tablet.set("from tablet", forKey: "title")
+        for store in [phone, tablet, phone] { #expect(store.synchronize()) }
+        #expect(phone.string(forKey: "title") == "from tablet")  // the later write, by the clock
+        #expect(tablet.string(forKey: "title") == "from tablet")
+        #expect(phone.replicatedState == tablet.replicatedState)
+        #expect(log.conflicts.map(\.key) == ["title"])
+        #expect(phone.siblings(forKey: "title").count == 2)
+    }
+
+    @Test func theHubCompensatesWritesThatBreakTheQuotaAndTellsTheWriter() throws {
+        let quota = Quota(maximumKeyCount: 2, maximumTotalValueBytes: 1_000, maximumValueBytes: 1_000, maximumKeyBytes: 16)
+        let hub = InMemoryHub(quota: quota, clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: clock)
+        // Each device is within the quota on its own; together they are one key over.
+        try phone.setValue(1, forKey: "a")
+        try tablet.setValue(2, forKey: "b")
+        try tablet.setValue(3, forKey: "c")
+        let log = EventLog()
+        let token = tablet.observe(log.append)
+        defer { token.cancel() }
+        #expect(phone.synchronize())
+        #expect(tablet.synchronize())
+        #expect(phone.synchronize())
+        // Keys are applied in byte order: "b" fits, "c" is the one over and is reverted.
+        #expect(hub.state().usage.keyCount == 2)
+        #expect(tablet.object(forKey: "c") == nil)
+        #expect(phone.replicatedState == tablet.replicatedState)
+        #expect(log.changes.contains(ExternalChange(reason: .quotaViolationChange, keys: ["c"])))
+        for store in [phone, tablet] { #expect(quota.admits(store.usage)) }
+    }
+
+    @Test func aRetiredDeviceReturnsWithAnInitialSyncAndKeepsItsUnseenWrites() throws {
+        let hub = InMemoryHub(retirementIntervalMilliseconds: 1_000, clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", hub: hub, clock: clock)
+        phone.set("old", forKey: "gone")
+        #expect(phone.synchronize() && laptop.synchronize())
+        // The laptop goes silent and writes offline; the phone removes "gone".
+        laptop.set("written offline", forKey: "draft")
+        clock.advance(byMilliseconds: 5_000)
+        phone.removeObject(forKey: "gone")
+        #expect(phone.synchronize())
+        hub.retireSilentDevices()
+        #expect(hub.retiredMembers() == ["laptop"])
+        // With the laptop retired, the tombstone becomes stable and is collected.
+        #expect(phone.synchronize() && phone.synchronize())
+        #expect(hub.state().entries["gone"] == nil)
+        let log = EventLog()
+        let token = laptop.observe(log.append)
+        defer { token.cancel() }
+        #expect(laptop.synchronize())
+        #expect(log.changes.first?.reason == .initialSyncChange)
+        #expect(laptop.object(forKey: "gone") == nil)          // dropped: the hub saw it removed
+        #expect(laptop.string(forKey: "draft") == "written offline")  // kept: the hub never saw it
+        #expect(phone.synchronize())
+        #expect(phone.string(forKey: "draft") == "written offline")
+        #expect(hub.members() == ["laptop", "phone"])
+    }
+
+    @Test func switchingAccountsReplacesTheDomainAndNothingLeaks() throws {
+        let hub = InMemoryHub(clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, account: "alice", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, account: "bob", clock: clock)
+        phone.set("alice's secret", forKey: "secret")
+        tablet.set("bob's note", forKey: "note")
+        #expect(phone.synchronize() && tablet.synchronize())
+        let log = EventLog()
+        let token = phone.observe(log.append)
+        defer { token.cancel() }
+        try phone.switchAccount(to: "bob")
+        #expect(phone.account == "bob")
+        #expect(log.changes == [ExternalChange(reason: .accountChange, keys: ["secret"])])
+        #expect(phone.object(forKey: "secret") == nil)
+        #expect(phone.synchronize())
+        #expect(phone.string(forKey: "note") == "bob's note")
+        #expect(hub.state(of: "bob").entries["secret"] == nil)
+        // Switching back restores alice's data from the local copy, and syncs on.
+        try phone.switchAccount(to: "alice")
+        #expect(phone.string(forKey: "secret") == "alice's secret")
+        #expect(phone.object(forKey: "note") == nil)
+        #expect(phone.synchronize())
+        #expect(hub.state(of: "alice").entries["note"] == nil)
+    }
+
+    @Test func malformedBytesAreRefusedAndChangeNothingAtTheHub() throws {
+        let hub = InMemoryHub(clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
+        phone.set(1, forKey: "k")
+        #expect(phone.synchronize())
+        let before = hub.state()
+        #expect(throws: ConvergeError.self) { try hub.exchange([]) }
+        #expect(throws: ConvergeError.self) { try hub.exchange([0xC7, 9, 1]) }
+        #expect(throws: ConvergeError.self) { try hub.exchange(Array("hello".utf8)) }
+        #expect(hub.state() == before)
+    }
+}
