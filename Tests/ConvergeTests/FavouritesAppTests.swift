@@ -1,4 +1,5 @@
 import Converge
+import Foundation
 import Testing
 
 // The pattern apps use with NSUbiquitousKeyValueStore: the controller depends on a
@@ -55,5 +56,59 @@ struct FavouritesAppTests {
             #expect(FavouritesController(store: store).favourites == ["Kent"])
             #expect(store.array(forKey: FavouritesController.key) as? [String] == ["Kent"])
         }
+    }
+}
+
+@Suite("The favourites controller on two devices through an in-process hub")
+struct FavouritesTwoDeviceTests {
+    @Test func aFavouriteAddedOnOneDeviceAppearsOnTheOther() {
+        let hub = InMemoryHub(clock: ManualClock())
+        let phone = FavouritesController(store: ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: ManualClock()))
+        let tabletStore = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: ManualClock())
+        let tablet = FavouritesController(store: tabletStore)
+        let received = Received()
+        let observer = NotificationCenter.default.addObserver(
+            forName: ReplicatedKeyValueStore.didChangeExternallyNotification, object: tabletStore, queue: nil
+        ) { note in
+            received.append(note.userInfo?[ReplicatedKeyValueStore.changeReasonKey] as? Int,
+                            note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String])
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        phone.add("Surrey")      // add() synchronizes, as apps do after a change
+        tabletStore.synchronize()
+        #expect(tablet.favourites == ["Surrey"])
+        #expect(received.items == [Received.Item(reason: ReplicatedKeyValueStore.serverChange, keys: [FavouritesController.key])])
+    }
+
+    @Test func concurrentAddsOnBothDevicesAreBothKeptUnderAUnionPolicy() {
+        // The app chooses a policy that unions concurrent lists (in the order of first
+        // appearance across the canonically ordered siblings), so no favourite is lost.
+        var policies = MergePolicies()
+        policies.setPolicy(.custom("union") { siblings in
+            var union: [Value] = []
+            for case .array(let items)? in siblings.map(\.value) {
+                for item in items where !union.contains(item) { union.append(item) }
+            }
+            return .array(union)
+        }, forKey: FavouritesController.key)
+        let hub = InMemoryHub(clock: ManualClock())
+        let phoneStore = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, policies: policies, clock: ManualClock())
+        let tabletStore = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, policies: policies, clock: ManualClock())
+        let phone = FavouritesController(store: phoneStore)
+        let tablet = FavouritesController(store: tabletStore)
+        hub.isReachable = false            // both devices offline
+        phone.add("Surrey")
+        tablet.add("Kent")
+        hub.isReachable = true
+        for store in [phoneStore, tabletStore, phoneStore] { store.synchronize() }
+        #expect(phone.favourites == ["Surrey", "Kent"])
+        #expect(tablet.favourites == ["Surrey", "Kent"])
+        // Under last-writer-wins one list would win; the siblings show that both exist.
+        #expect(phoneStore.siblings(forKey: FavouritesController.key).count == 2)
+        // The next add writes the union, which supersedes both siblings.
+        tablet.add("Devon")
+        phoneStore.synchronize()
+        #expect(phone.favourites == ["Surrey", "Kent", "Devon"])
+        #expect(phoneStore.siblings(forKey: FavouritesController.key).count == 1)
     }
 }
