@@ -19,11 +19,21 @@ public struct HubSyncMachine: Sendable {
     public let retirementIntervalMilliseconds: UInt64
     private(set) var accounts: [AccountID: AccountState] = [:]
 
+    // Deliberately broken behaviours, switched on only by the tests that show the
+    // property tests catch them (swift-collections keeps such hooks underscored too).
+    /// Drops quota-breaking siblings instead of superseding them with a compensating write.
+    var _forgetsCompensatingWrites = false
+    /// Collects below its own context, ignoring what the devices have acknowledged.
+    var _collectsBeforeStable = false
+
     struct AccountState: Sendable {
         var map = ReplicatedMap()
         var clock = HybridLogicalClock()
         var members: [ReplicaID: Member] = [:]
         var retired: Set<ReplicaID> = []
+        /// Returning devices that have not yet shown they joined a full state, with the
+        /// hub's context when it last sent them one.
+        var awaitingFullState: [ReplicaID: VersionVector] = [:]
         var stability = StabilityTracker()
         var tombstonesCollected = 0
         var compensations = 0
@@ -47,12 +57,33 @@ public struct HubSyncMachine: Sendable {
     /// - Complexity: O(*k* · *s*) for the keys of the push, plus O(*n*) to compute the
     ///   reply and collect tombstones.
     public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64) -> SyncReply {
+        var compensations: [HubCompensation] = []
+        return receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
+    }
+
+    /// Handles one push, returns the reply, and appends the compensating writes it made
+    /// to `compensations` (for checkers and metrics that count every resolution).
+    public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64, compensations: inout [HubCompensation]) -> SyncReply {
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
-        let returning = state.retired.remove(push.device) != nil
-        let rejected = applyEnforcingQuota(push.delta, to: &state, nowMilliseconds: nowMilliseconds)
+        if state.retired.remove(push.device) != nil { state.awaitingFullState[push.device] = VersionVector() }
+        // A returning device keeps getting the full state until its context shows it has
+        // joined one (a lost full-state reply must not leave it holding what the hub
+        // collected while it was away).
+        var returning = false
+        if let sent = state.awaitingFullState[push.device] {
+            if !sent.isEmpty && sent.isDominated(by: push.delta.context) {
+                state.awaitingFullState[push.device] = nil
+            } else {
+                returning = true
+            }
+        }
+        let made = applyEnforcingQuota(push.delta, account: push.account, to: &state, nowMilliseconds: nowMilliseconds)
+        compensations += made
+        let rejected = made.map(\.key)
         state.members[push.device] = Member(acknowledged: push.delta.context, lastSeenMilliseconds: nowMilliseconds)
         let frontier = collect(&state)
+        if returning { state.awaitingFullState[push.device] = state.map.context }
         let reply = SyncReply(
             account: push.account,
             kind: returning ? .fullState : .delta,
@@ -115,9 +146,10 @@ public struct HubSyncMachine: Sendable {
 
     // MARK: Internals
 
-    /// Applies a push key by key; returns the keys it compensated.
-    private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, to state: inout AccountState, nowMilliseconds: UInt64) -> [String] {
-        var rejected: [String] = []
+    /// Applies a push key by key; returns the compensating writes it made.
+    private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, account: AccountID, to state: inout AccountState,
+                                     nowMilliseconds: UInt64) -> [HubCompensation] {
+        var rejected: [HubCompensation] = []
         for key in delta.entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let incoming = delta.entries[key]!
             for sibling in incoming { state.clock.observe(sibling.timestamp) }
@@ -130,10 +162,16 @@ public struct HubSyncMachine: Sendable {
             // Supersede the offending write(s) with the hub's own write of what was
             // visible before; the incoming dots are covered once the context is joined.
             let restored = previous.isEmpty ? nil : ReplicatedMap.visibleValue(of: previous, policy: policies.policy(forKey: key))
+            if _forgetsCompensatingWrites {
+                state.map.applyEntry(forKey: key, siblings: [], senderContext: VersionVector(Dictionary(
+                    arrived.map { ($0.dot.replica, $0.dot.counter) }, uniquingKeysWith: max)))
+                rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), restored: restored))
+                continue
+            }
             let stamp = state.clock.tick(nowMilliseconds: nowMilliseconds)
             state.map.write(restored, forKey: key, replica: hubID, timestamp: stamp)
             state.compensations += 1
-            rejected.append(key)
+            rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), restored: restored))
         }
         state.map.formContextUnion(delta.context)
         return rejected
@@ -150,8 +188,20 @@ public struct HubSyncMachine: Sendable {
     private func collect(_ state: inout AccountState) -> VersionVector {
         var acknowledged: [ReplicaID: VersionVector] = [hubID: state.map.context]
         for (device, member) in state.members { acknowledged[device] = member.acknowledged }
-        let frontier = state.stability.observe(acknowledged: acknowledged)
+        var frontier = state.stability.observe(acknowledged: acknowledged)
+        if _collectsBeforeStable { frontier = state.map.context }
         state.tombstonesCollected += state.map.collectTombstones(stableFrontier: frontier)
         return frontier
     }
+}
+
+/// A compensating write the hub made to keep the quota: the writes it superseded (the
+/// offending ones, and any sibling whose value it collapsed into `restored`).
+public struct HubCompensation: Hashable, Sendable {
+    public var account: AccountID
+    public var key: String
+    /// Every sibling the compensating write superseded, in dot order.
+    public var superseded: [Dot]
+    /// The value restored (what was visible before), or `nil` if the key was new.
+    public var restored: Value?
 }

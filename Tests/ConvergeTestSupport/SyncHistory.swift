@@ -1,0 +1,288 @@
+import Converge
+import ConvergeSimulation
+
+/// One step of a random multi-device history through the hub protocol.
+public enum SyncOperation: Hashable, Sendable, CustomStringConvertible {
+    case set(device: Int, key: String, length: Int)
+    case remove(device: Int, key: String)
+    /// The device sends a push; it travels as an in-flight message.
+    case push(device: Int)
+    case deliver(message: Int)
+    case duplicate(message: Int)
+    case drop(message: Int)
+    case tick(milliseconds: UInt64)
+    /// The device switches between accounts "A" and "B".
+    case switchAccount(device: Int)
+
+    public var description: String {
+        switch self {
+        case .set(let d, let key, let length): return "d\(d).set(\(key), \(length) chars)"
+        case .remove(let d, let key): return "d\(d).remove(\(key))"
+        case .push(let d): return "d\(d) pushes"
+        case .deliver(let m): return "deliver #\(m)"
+        case .duplicate(let m): return "duplicate #\(m)"
+        case .drop(let m): return "drop #\(m)"
+        case .tick(let ms): return "tick(\(ms)ms)"
+        case .switchAccount(let d): return "d\(d) switches account"
+        }
+    }
+}
+
+/// A random history of devices syncing through a hub.
+public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
+    public var deviceCount: Int
+    public var operations: [SyncOperation]
+
+    /// The quota of every history: small, so that concurrent growth breaks it often.
+    public static let quota = Quota(maximumKeyCount: 4, maximumTotalValueBytes: 48, maximumValueBytes: 20, maximumKeyBytes: 4)
+    /// Keys of 1 to 5 bytes, against the 4-byte limit.
+    public static let keys = ["a", "b", "c", "d", "e", "f", "ghijk"]
+    public static let retirementIntervalMilliseconds: UInt64 = 15
+
+    public static func generate(using generator: inout Xoshiro256StarStar, devices: ClosedRange<Int> = 2...8,
+                                maximumOperations: Int = 80, accounts: Bool = true) -> SyncHistory {
+        let count = generator.next(in: devices)
+        var operations: [SyncOperation] = []
+        for _ in 0..<generator.next(in: 1...maximumOperations) {
+            let d = generator.next(below: count)
+            switch generator.next(below: 100) {
+            case 0..<28: operations.append(.set(device: d, key: generator.element(of: keys), length: generator.next(below: 22)))
+            case 28..<38: operations.append(.remove(device: d, key: generator.element(of: keys)))
+            case 38..<56: operations.append(.push(device: d))
+            case 56..<78: operations.append(.deliver(message: generator.next(below: 8)))
+            case 78..<83: operations.append(.duplicate(message: generator.next(below: 8)))
+            case 83..<89: operations.append(.drop(message: generator.next(below: 8)))
+            case 89..<97: operations.append(.tick(milliseconds: UInt64(generator.next(below: 16))))
+            default: operations.append(accounts ? .switchAccount(device: d) : .push(device: d))
+            }
+        }
+        return SyncHistory(deviceCount: count, operations: operations)
+    }
+
+    public func shrunk() -> [SyncHistory] {
+        shrinkList(operations).map { SyncHistory(deviceCount: deviceCount, operations: $0) }
+    }
+
+    public var description: String {
+        "\(deviceCount) devices, \(operations.count) operations:\n"
+            + operations.enumerated().map { "  \($0.offset): \($0.element)" }.joined(separator: "\n")
+    }
+}
+
+/// Runs a ``SyncHistory`` through the real device and hub state machines, checking the
+/// invariants after every step.
+public struct SyncRun {
+    public struct Device {
+        public var id: ReplicaID
+        public var machine: DeviceSyncMachine
+        public var map = ReplicatedMap()
+        public var clock = HybridLogicalClock()
+        /// The state of the accounts the device is not on (kept locally, as the store does).
+        public var cache: [AccountID: ReplicatedMap] = [:]
+        public var skewMilliseconds: UInt64
+    }
+
+    /// An accepted local write, for the no-lost-write check.
+    public struct Write {
+        public var account: AccountID
+        public var device: Int
+        public var key: String
+        public var dot: Dot
+        public var value: Value?
+        /// The writer's context right after the write: the writes it supersedes.
+        public var context: VersionVector
+        /// Superseded by a compensating write of the hub (a counted resolution).
+        public var compensated = false
+    }
+
+    enum Message {
+        case push(SyncPush)
+        case reply(to: Int, SyncReply)
+    }
+
+    public private(set) var devices: [Device]
+    public private(set) var hub: HubSyncMachine
+    public private(set) var writes: [Write] = []
+    /// Invariants broken so far, with the step.
+    public private(set) var violations: [String] = []
+    /// What the run exercised, to show the properties are not vacuous.
+    public private(set) var compensations = 0
+    public private(set) var fullStateReplies = 0
+    public private(set) var accountSwitches = 0
+    private var inFlight: [Message] = []
+    private var now: UInt64 = 1_000
+    private var step = 0
+    /// A broken sender: computes pushes for its own context instead of the hub's report.
+    private let guessesHubContext: Bool
+    /// A broken device: keeps its data when it switches accounts.
+    private let leaksAcrossAccounts: Bool
+    public static let accounts: [AccountID] = ["A", "B"]
+
+    public init(_ history: SyncHistory, hub: HubSyncMachine, guessesHubContext: Bool = false, leaksAcrossAccounts: Bool = false) {
+        self.leaksAcrossAccounts = leaksAcrossAccounts
+        devices = (0..<history.deviceCount).map { index in
+            Device(id: ReplicaID("d\(index)")!, machine: DeviceSyncMachine(device: ReplicaID("d\(index)")!, account: "A"),
+                   skewMilliseconds: UInt64(index % 3) * 7)
+        }
+        self.hub = hub
+        self.guessesHubContext = guessesHubContext
+        for operation in history.operations {
+            run(operation)
+            step += 1
+        }
+    }
+
+    private func pushMessage(for d: Int) -> SyncPush {
+        let device = devices[d]
+        if guessesHubContext {
+            return SyncPush(account: device.machine.account, device: device.id, delta: device.map.delta(for: device.map.context))
+        }
+        return device.machine.push(from: device.map)
+    }
+
+    private mutating func deliver(_ message: Message) {
+        switch message {
+        case .push(let push):
+            var compensations: [HubCompensation] = []
+            let reply = hub.receive(push, nowMilliseconds: now, compensations: &compensations)
+            self.compensations += compensations.count
+            if reply.kind == .fullState { fullStateReplies += 1 }
+            for compensation in compensations {
+                for index in writes.indices where writes[index].account == compensation.account
+                    && compensation.superseded.contains(writes[index].dot) {
+                    writes[index].compensated = true
+                }
+            }
+            let d = devices.firstIndex { $0.id == push.device }!
+            inFlight.append(.reply(to: d, reply))
+        case .reply(let d, let reply):
+            guard let accepted = devices[d].machine.receive(reply) else { return }
+            for siblings in accepted.delta.entries.values { for s in siblings { devices[d].clock.observe(s.timestamp) } }
+            switch accepted.kind {
+            case .delta: devices[d].map.apply(accepted.delta)
+            case .fullState: devices[d].map.join(try! ReplicatedMap(entries: accepted.delta.entries, context: accepted.delta.context))
+            }
+            devices[d].map.collectTombstones(stableFrontier: accepted.stableFrontier)
+        }
+    }
+
+    public mutating func run(_ operation: SyncOperation) {
+        switch operation {
+        case .set(let d, let key, let length):
+            let value = Value.string(devices[d].machine.account.rawValue + ":" + String(repeating: "v", count: length))
+            write(value, forKey: key, on: d)
+        case .remove(let d, let key):
+            write(nil, forKey: key, on: d)
+        case .push(let d):
+            inFlight.append(.push(pushMessage(for: d)))
+        case .deliver(let m):
+            guard !inFlight.isEmpty else { break }
+            deliver(inFlight.remove(at: m % inFlight.count))
+        case .duplicate(let m):
+            guard !inFlight.isEmpty else { break }
+            inFlight.append(inFlight[m % inFlight.count])
+        case .drop(let m):
+            guard !inFlight.isEmpty else { break }
+            inFlight.remove(at: m % inFlight.count)
+        case .tick(let ms):
+            now += ms
+        case .switchAccount(let d):
+            let next: AccountID = devices[d].machine.account == "A" ? "B" : "A"
+            switchAccount(d, to: next)
+        }
+        checkInvariants()
+    }
+
+    private mutating func write(_ value: Value?, forKey key: String, on d: Int) {
+        guard (try? SyncHistory.quota.check(writing: value, forKey: key, in: devices[d].map)) != nil else { return }
+        let stamp = devices[d].clock.tick(nowMilliseconds: now + devices[d].skewMilliseconds)
+        guard let dot = devices[d].map.write(value, forKey: key, replica: devices[d].id, timestamp: stamp) else { return }
+        writes.append(Write(account: devices[d].machine.account, device: d, key: key, dot: dot, value: value, context: devices[d].map.context))
+    }
+
+    private mutating func switchAccount(_ d: Int, to account: AccountID) {
+        let current = devices[d].machine.account
+        accountSwitches += 1
+        devices[d].machine.switchAccount(to: account)
+        guard !leaksAcrossAccounts else { return }
+        devices[d].cache[current] = devices[d].map
+        devices[d].map = devices[d].cache.removeValue(forKey: account) ?? ReplicatedMap()
+    }
+
+    private mutating func checkInvariants() {
+        for account in Self.accounts {
+            let state = hub.state(of: account)
+            if !SyncHistory.quota.admits(state.usage) {
+                violations.append("step \(step): the hub's state of \(account) is over the quota: \(state.usage)")
+            }
+            if let leak = foreignValue(in: state, account: account) {
+                violations.append("step \(step): the hub's state of \(account) holds \(leak)")
+            }
+        }
+        for device in devices {
+            if let leak = foreignValue(in: device.map, account: device.machine.account) {
+                violations.append("step \(step): \(device.id) on \(device.machine.account) holds \(leak)")
+            }
+        }
+    }
+
+    private func foreignValue(in state: ReplicatedMap, account: AccountID) -> String? {
+        for siblings in state.entries.values {
+            for sibling in siblings {
+                if case .string(let text)? = sibling.value, !text.hasPrefix(account.rawValue + ":") { return "\"\(text)\"" }
+            }
+        }
+        return nil
+    }
+
+    /// Heals everything: no more loss, every device visits every account it has data of
+    /// and exchanges with the hub until nothing changes.
+    public mutating func heal() {
+        inFlight.removeAll()
+        for d in devices.indices {
+            let home = devices[d].machine.account
+            for account in devices[d].cache.keys.sorted() {
+                switchAccount(d, to: account)
+                exchange(d)
+                exchange(d)
+            }
+            switchAccount(d, to: home)
+        }
+        for _ in 0..<4 {
+            for d in devices.indices { exchange(d) }
+        }
+        checkInvariants()
+    }
+
+    private mutating func exchange(_ d: Int) {
+        deliver(.push(pushMessage(for: d)))
+        let reply = inFlight.removeLast()
+        deliver(reply)
+    }
+
+    /// What must hold once healed; `nil` if everything does.
+    public func convergenceFailure(policies: [MergePolicy]) -> String? {
+        if let violation = violations.first { return violation }
+        for device in devices {
+            let hubState = hub.state(of: device.machine.account)
+            if device.map != hubState {
+                return "\(device.id) on \(device.machine.account) has \(device.map.entries.count) keys, ctx \(device.map.context); the hub has \(hubState.entries.count) keys, ctx \(hubState.context)"
+            }
+            if !SyncHistory.quota.admits(device.map.usage) { return "\(device.id) is over the quota after convergence: \(device.map.usage)" }
+            for policy in policies where visibleValues(of: device.map, policy: policy) != visibleValues(of: hubState, policy: policy) {
+                return "\(device.id) reads differently from the hub under \(policy.name)"
+            }
+        }
+        for write in writes where write.value != nil && !write.compensated {
+            let final = hub.state(of: write.account)
+            if final.siblings(forKey: write.key).contains(where: { $0.dot == write.dot }) { continue }
+            let superseded = writes.contains { other in
+                other.account == write.account && other.key == write.key && other.dot != write.dot && other.context.contains(write.dot)
+            }
+            if !superseded {
+                return "write \(write.dot) of \(write.key) in \(write.account) is neither visible, superseded nor reported as compensated"
+            }
+        }
+        return nil
+    }
+}
