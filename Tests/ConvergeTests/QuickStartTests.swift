@@ -8,18 +8,20 @@ import Testing
 struct QuickStartTests {
     @Test func quickStartRunsAsWritten() throws {
         // quick-start begin
-        let store = ReplicatedKeyValueStore(replicaID: "phone")
-        store.set(["Surrey", "Kent"], forKey: "FavouriteCounties")
-        store.set(true, forKey: "DarkMode")
-        print(store.array(forKey: "FavouriteCounties") ?? [])  // ["Surrey", "Kent"]
-        print(store.bool(forKey: "DarkMode"))                   // true
+        let hub = InMemoryHub()                                   // iCloud's quota by default
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub)
+        phone.set(["Surrey", "Kent"], forKey: "FavouriteCounties")
+        _ = phone.synchronize()                                   // push to the hub, pull from it
+        _ = tablet.synchronize()                                  // pull: posts didChangeExternallyNotification
+        print(tablet.array(forKey: "FavouriteCounties") ?? [])    // ["Surrey", "Kent"]
         do {
-            try store.setValue(.data(Data(count: 2_000_000)), forKey: "Huge")
+            try phone.setValue(.data(Data(count: 2_000_000)), forKey: "Huge")
         } catch {
             print(error)  // quota exceeded: writing "Huge" would make the value bytes 2000004, over the limit of 1048576
         }
         // quick-start end
-        #expect(store.array(forKey: "FavouriteCounties") as? [String] == ["Surrey", "Kent"])
-        #expect(store.object(forKey: "Huge") == nil)
+        #expect(tablet.array(forKey: "FavouriteCounties") as? [String] == ["Surrey", "Kent"])
+        #expect(phone.object(forKey: "Huge") == nil)
     }
 }
