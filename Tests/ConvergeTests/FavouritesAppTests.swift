@@ -66,18 +66,11 @@ struct FavouritesTwoDeviceTests {
         let phone = FavouritesController(store: ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: ManualClock()))
         let tabletStore = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: ManualClock())
         let tablet = FavouritesController(store: tabletStore)
-        let received = Received()
-        let observer = NotificationCenter.default.addObserver(
-            forName: ReplicatedKeyValueStore.didChangeExternallyNotification, object: tabletStore, queue: nil
-        ) { note in
-            received.append(note.userInfo?[ReplicatedKeyValueStore.changeReasonKey] as? Int,
-                            note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String])
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        let received = NotificationRecorder(tabletStore)
         phone.add("Surrey")      // add() synchronizes, as apps do after a change
         tabletStore.synchronize()
         #expect(tablet.favourites == ["Surrey"])
-        #expect(received.items == [Received.Item(reason: ReplicatedKeyValueStore.serverChange, keys: [FavouritesController.key])])
+        #expect(received.items == [NotificationRecorder.Item(reason: ReplicatedKeyValueStore.serverChange, keys: [FavouritesController.key])])
     }
 
     @Test func concurrentAddsOnBothDevicesAreBothKeptUnderAUnionPolicy() {

@@ -10,19 +10,12 @@ struct InProcessSyncTests {
         let hub = InMemoryHub(clock: clock)
         let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
         let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: clock)
-        let received = Received()
-        let observer = NotificationCenter.default.addObserver(
-            forName: ReplicatedKeyValueStore.didChangeExternallyNotification, object: tablet, queue: nil
-        ) { note in
-            received.append(note.userInfo?[ReplicatedKeyValueStore.changeReasonKey] as? Int,
-                            note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String])
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        let received = NotificationRecorder(tablet)
         phone.set(["Surrey"], forKey: "FavouriteCounties")
         #expect(phone.synchronize())
         #expect(tablet.synchronize())
         #expect(tablet.array(forKey: "FavouriteCounties") as? [String] == ["Surrey"])
-        #expect(received.items == [Received.Item(reason: ReplicatedKeyValueStore.serverChange, keys: ["FavouriteCounties"])])
+        #expect(received.items == [NotificationRecorder.Item(reason: ReplicatedKeyValueStore.serverChange, keys: ["FavouriteCounties"])])
         // Nothing new: a second exchange posts nothing.
         #expect(tablet.synchronize())
         #expect(received.items.count == 1)

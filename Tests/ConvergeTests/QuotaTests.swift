@@ -71,17 +71,10 @@ struct QuotaTests {
         let quota = Quota(maximumKeyCount: 1, maximumTotalValueBytes: 100, maximumValueBytes: 100, maximumKeyBytes: 8)
         let store = ReplicatedKeyValueStore(replicaID: "q", quota: quota, clock: ManualClock())
         store.set("first", forKey: "a")
-        let received = Received()
-        let observer = NotificationCenter.default.addObserver(
-            forName: ReplicatedKeyValueStore.didChangeExternallyNotification, object: store, queue: nil
-        ) { note in
-            received.append(note.userInfo?[ReplicatedKeyValueStore.changeReasonKey] as? Int,
-                            note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String])
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        let received = NotificationRecorder(store)
         store.set("second", forKey: "b")
         #expect(store.object(forKey: "b") == nil)
-        #expect(received.items == [Received.Item(reason: ReplicatedKeyValueStore.quotaViolationChange, keys: ["b"])])
+        #expect(received.items == [NotificationRecorder.Item(reason: ReplicatedKeyValueStore.quotaViolationChange, keys: ["b"])])
     }
 
     /// Local writes never take usage over the quota, and a refused write changes
@@ -139,17 +132,5 @@ struct QuotaTests {
         let offByOne = Quota(maximumKeyCount: 5, maximumTotalValueBytes: 41, maximumValueBytes: 17, maximumKeyBytes: 4)
         expectCaught(Self.localWritesRespectTheQuota(enforced: offByOne))
     }
-}
-
-/// Collects notification payloads from any thread.
-final class Received: Sendable {
-    struct Item: Hashable, Sendable {
-        var reason: Int?
-        var keys: [String]?
-    }
-
-    private let storage = Mutex<[Item]>([])
-    func append(_ reason: Int?, _ keys: [String]?) { storage.withLock { $0.append(Item(reason: reason, keys: keys)) } }
-    var items: [Item] { storage.withLock { $0 } }
 }
 

@@ -100,20 +100,13 @@ struct StoreTests {
 
     @Test func mergesPostServerChangeWithTheChangedKeys() async throws {
         let store = makeStore()
-        let received = Received()
-        let observer = NotificationCenter.default.addObserver(
-            forName: ReplicatedKeyValueStore.didChangeExternallyNotification, object: store, queue: nil
-        ) { note in
-            received.append(note.userInfo?[ReplicatedKeyValueStore.changeReasonKey] as? Int,
-                            note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String])
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
+        let received = NotificationRecorder(store)
         var remote = ReplicatedMap()
         remote.write("b", forKey: "b", replica: "tablet", timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 0))
         remote.write("a", forKey: "a", replica: "tablet", timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 1))
         #expect(try store.merge(remote.asDelta) == ["a", "b"])
         #expect(try store.merge(remote.asDelta) == [])  // idempotent: nothing new, nothing posted
-        #expect(received.items == [Received.Item(reason: ReplicatedKeyValueStore.serverChange, keys: ["a", "b"])])
+        #expect(received.items == [NotificationRecorder.Item(reason: ReplicatedKeyValueStore.serverChange, keys: ["a", "b"])])
         #expect(store.string(forKey: "a") == "a")
     }
 
