@@ -17,9 +17,7 @@ public final class InMemoryStorage: Storage {
     public func save(_ change: StorageChange) throws(ConvergeError) {
         try stored.withLock { (state: inout StoredState?) throws(ConvergeError) in
             var next = state ?? StoredState()
-            // Apply key by key instead of through StoredState.apply: that would rebuild
-            // the whole map on every write.
-            next.applyUnchecked(change)
+            next.apply(change)
             state = next
         }
     }
@@ -30,21 +28,10 @@ public final class InMemoryStorage: Storage {
 }
 
 extension StoredState {
-    /// Applies a change coming from a store, whose invariants the store maintains.
-    mutating func applyUnchecked(_ change: StorageChange) {
+    /// Applies a change from a store, key by key; the store maintains the invariants.
+    mutating func apply(_ change: StorageChange) {
         map.replaceEntries(change.entries, context: change.context)
         clock = change.clock
         for (name, record) in change.metadata { metadata[name] = record }
-    }
-}
-
-extension ReplicatedMap {
-    /// Overwrites the given keys' sibling lists (empty deletes) and the context, as
-    /// recorded by a storage change. The caller guarantees the invariants hold.
-    mutating func replaceEntries(_ changed: [String: [Sibling]], context newContext: VersionVector) {
-        for (key, siblings) in changed {
-            replaceSiblingsForStorage(forKey: key, new: siblings)
-        }
-        replaceContextForStorage(newContext)
     }
 }

@@ -57,10 +57,7 @@ public struct Quota: Hashable, Sendable, CustomStringConvertible {
             throw .quotaExceeded(QuotaViolation(limit: .valueBytes, key: key, attempted: valueBytes, allowed: maximumValueBytes))
         }
         let before = state.usage
-        var after = before
-        let previous = state.siblings(forKey: key)
-        after.remove(previous)
-        after.add([Sibling(dot: Dot(replica: "q", counter: 1), timestamp: .zero, value: value)])
+        let after = before.replacing(state.siblings(forKey: key), withValueOfBytes: valueBytes)
         if after.keyCount > maximumKeyCount && after.keyCount > before.keyCount {
             throw .quotaExceeded(QuotaViolation(limit: .keyCount, key: key, attempted: after.keyCount, allowed: maximumKeyCount))
         }

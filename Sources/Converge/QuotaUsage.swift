@@ -23,6 +23,16 @@ public struct QuotaUsage: Hashable, Sendable, CustomStringConvertible {
         if live { keyCount += 1 }
     }
 
+    /// The usage after a key's `old` siblings are replaced by one live value of
+    /// `valueBytes` bytes.
+    func replacing(_ old: [Sibling], withValueOfBytes valueBytes: Int) -> QuotaUsage {
+        var after = self
+        after.remove(old)
+        after.keyCount += 1
+        after.valueBytes += valueBytes
+        return after
+    }
+
     mutating func remove(_ siblings: [Sibling]) {
         var live = false
         for sibling in siblings where !sibling.isTombstone {

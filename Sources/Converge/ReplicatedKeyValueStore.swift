@@ -75,9 +75,10 @@ public final class ReplicatedKeyValueStore: Sendable {
         try self.init(replicaID: replicaID, storage: storage, quota: quota, policies: policies, clock: clock, syncAgent: nil)
     }
 
+    /// - Parameter account: The account of a storage that has never recorded one.
     init(
         replicaID: ReplicaID, storage: any Storage, quota: Quota, policies: MergePolicies,
-        clock: any PhysicalClock, syncAgent: (any SyncAgent)?
+        clock: any PhysicalClock, syncAgent: (any SyncAgent)?, account: AccountID = .default
     ) throws(ConvergeError) {
         let stored = try storage.load() ?? StoredState()
         self.replicaID = replicaID
@@ -85,7 +86,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         self.storage = storage
         self.physicalClock = clock
         self.syncAgent = syncAgent
-        let account = stored.metadata[Self.currentAccountKey].flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? .default
+        let account = stored.metadata[Self.currentAccountKey].flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? account
         state = Mutex(State(map: stored.map, clock: HybridLogicalClock(latest: stored.clock),
                             policies: policies, metadata: stored.metadata, account: account))
     }
@@ -101,15 +102,14 @@ public final class ReplicatedKeyValueStore: Sendable {
     public func setValue(_ value: Value?, forKey key: String) throws(ConvergeError) {
         try state.withLock { (state: inout State) throws(ConvergeError) in
             try quota.check(writing: value, forKey: key, in: state.map)
-            if value == nil, state.map.siblings(forKey: key).allSatisfy(\.isTombstone) { return }
             var clock = state.clock
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
+            guard let sibling = state.map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else { return }
             var context = state.map.context
-            let dot = context.increment(replicaID)
-            let sibling = Sibling(dot: dot, timestamp: timestamp, value: value)
+            context.raise(replicaID, to: sibling.dot.counter)
             // Durable first: if the storage refuses, memory is untouched.
             try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
-            state.map.write(value, forKey: key, replica: replicaID, timestamp: timestamp)
+            state.map.commitWrite(sibling, forKey: key)
             state.clock = clock
         }
     }
@@ -196,52 +196,68 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// - Throws: The storage's error; the store is then unchanged.
     @discardableResult
     public func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason = .serverChange) throws(ConvergeError) -> [String] {
-        let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
+        let outcome = try state.withLock { (state: inout State) throws(ConvergeError) -> MergeOutcome in
             try mergeLocked(delta, reason: reason, into: &state)
         }
-        emit(events)
-        return events.compactMap { event -> [String]? in
-            if case .externalChange(let change) = event { return change.keys }
-            return nil
-        }.first ?? []
+        emit(outcome.events)
+        return outcome.visibleChanges
     }
 
-    /// Merges `delta` with the lock held; returns the events to emit after unlocking.
-    func mergeLocked(_ delta: ReplicatedMap.Delta, reason: ChangeReason, into state: inout State, metadata: [String: [UInt8]?] = [:]) throws(ConvergeError) -> [StoreEvent] {
+    /// What a merge changed: the keys whose visible values changed, and the events to emit
+    /// once the lock is released.
+    struct MergeOutcome {
+        var visibleChanges: [String] = []
+        var events: [StoreEvent] = []
+    }
+
+    /// Merges `delta` with the lock held.
+    func mergeLocked(_ delta: ReplicatedMap.Delta, reason: ChangeReason, into state: inout State) throws(ConvergeError) -> MergeOutcome {
         var next = state.map
         let changed = next.apply(delta)
+        return try commitLocked(next, changedKeys: changed, observing: delta.entries, reason: reason, into: &state)
+    }
+
+    /// Joins a whole state (dropping what it has seen and no longer has), with the lock held.
+    func joinLocked(_ other: ReplicatedMap, reason: ChangeReason, into state: inout State) throws(ConvergeError) -> MergeOutcome {
+        var next = state.map
+        let changed = next.join(other)
+        return try commitLocked(next, changedKeys: changed, observing: other.entries, reason: reason, into: &state)
+    }
+
+    /// Saves a merged state durably, then puts it in place and advances the clock past
+    /// every timestamp received. If the storage refuses, nothing changes.
+    private func commitLocked(_ next: ReplicatedMap, changedKeys: [String], observing received: [String: [Sibling]],
+                              reason: ChangeReason, into state: inout State) throws(ConvergeError) -> MergeOutcome {
         var clock = state.clock
-        for siblings in delta.entries.values {
-            for sibling in siblings { clock.observe(sibling.timestamp) }
-        }
-        if changed.isEmpty && next.context == state.map.context && metadata.isEmpty { return [] }
+        for siblings in received.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
+        if changedKeys.isEmpty && next.context == state.map.context && clock == state.clock { return MergeOutcome() }
         var entries: [String: [Sibling]] = [:]
-        for key in changed { entries[key] = next.siblings(forKey: key) }
-        try storage.save(StorageChange(entries: entries, context: next.context, clock: clock.latest, metadata: metadata))
+        for key in changedKeys { entries[key] = next.siblings(forKey: key) }
+        try storage.save(StorageChange(entries: entries, context: next.context, clock: clock.latest))
         let previous = state.map
         state.map = next
         state.clock = clock
-        for (name, record) in metadata { state.metadata[name] = record }
-        return Self.events(changedKeys: changed, before: previous, after: next, policies: state.policies, reason: reason)
+        return Self.outcome(changedKeys: changedKeys, before: previous, after: next, policies: state.policies, reason: reason)
     }
 
     /// The external change and conflicts a merge produced.
-    static func events(changedKeys: [String], before: ReplicatedMap, after: ReplicatedMap, policies: MergePolicies, reason: ChangeReason) -> [StoreEvent] {
-        var visibleChanges: [String] = []
+    static func outcome(changedKeys: [String], before: ReplicatedMap, after: ReplicatedMap, policies: MergePolicies, reason: ChangeReason) -> MergeOutcome {
+        var outcome = MergeOutcome()
         var conflicts: [StoreEvent] = []
         for key in changedKeys {
             let policy = policies.policy(forKey: key)
-            let old = before.visibleValue(forKey: key, policy: policy)
             let new = after.visibleValue(forKey: key, policy: policy)
-            if old != new { visibleChanges.append(key) }
+            if before.visibleValue(forKey: key, policy: policy) != new { outcome.visibleChanges.append(key) }
             let siblings = after.siblings(forKey: key)
             if siblings.count > 1 {
                 conflicts.append(.conflict(Conflict(key: key, siblings: siblings, winner: new)))
             }
         }
-        var events: [StoreEvent] = []
-        if !visibleChanges.isEmpty { events.append(.externalChange(ExternalChange(reason: reason, keys: visibleChanges))) }
-        return events + conflicts
+        if !outcome.visibleChanges.isEmpty {
+            outcome.events.append(.externalChange(ExternalChange(reason: reason, keys: outcome.visibleChanges)))
+        }
+        outcome.events += conflicts
+        return outcome
     }
 
     // MARK: Events

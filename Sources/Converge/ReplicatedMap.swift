@@ -90,15 +90,25 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///   and *v* the size of the values involved.
     @discardableResult
     public mutating func write(_ value: Value?, forKey key: String, replica: ReplicaID, timestamp: HybridTimestamp) -> Dot? {
+        guard let sibling = plannedWrite(value, forKey: key, replica: replica, timestamp: timestamp) else { return nil }
+        commitWrite(sibling, forKey: key)
+        return sibling.dot
+    }
+
+    /// The sibling ``write(_:forKey:replica:timestamp:)`` would create, without changing
+    /// anything: `nil` for a no-op removal. A store saves it durably, then commits it.
+    public func plannedWrite(_ value: Value?, forKey key: String, replica: ReplicaID, timestamp: HybridTimestamp) -> Sibling? {
         precondition(!key.isEmpty, "keys must not be empty")
-        let previous = entries[key]
-        if value == nil, previous?.allSatisfy(\.isTombstone) ?? true { return nil }
-        let dot = context.increment(replica)
-        let sibling = Sibling(dot: dot, timestamp: timestamp, value: value)
-        if let previous { usage.remove(previous) }
-        usage.add([sibling])
-        entries[key] = [sibling]
-        return dot
+        if value == nil, entries[key]?.allSatisfy(\.isTombstone) ?? true { return nil }
+        return Sibling(dot: Dot(replica: replica, counter: context[replica] + 1), timestamp: timestamp, value: value)
+    }
+
+    /// Applies a sibling from ``plannedWrite(_:forKey:replica:timestamp:)``: it replaces
+    /// every sibling of the key.
+    public mutating func commitWrite(_ sibling: Sibling, forKey key: String) {
+        precondition(sibling.dot.counter == context[sibling.dot.replica] + 1, "a planned write must be committed before any other")
+        context.raise(sibling.dot.replica, to: sibling.dot.counter)
+        replaceSiblings(forKey: key, old: entries[key] ?? [], new: [sibling])
     }
 
     // MARK: Merging
@@ -210,11 +220,10 @@ public struct ReplicatedMap: Hashable, Sendable {
         return merged
     }
 
-    mutating func replaceSiblingsForStorage(forKey key: String, new: [Sibling]) {
-        replaceSiblings(forKey: key, old: entries[key] ?? [], new: new)
-    }
-
-    mutating func replaceContextForStorage(_ newContext: VersionVector) {
+    /// Overwrites the given keys' sibling lists (empty deletes) and the context, as a
+    /// storage records a change. The caller guarantees the invariants hold.
+    mutating func replaceEntries(_ changed: [String: [Sibling]], context newContext: VersionVector) {
+        for (key, siblings) in changed { replaceSiblings(forKey: key, old: entries[key] ?? [], new: siblings) }
         context = newContext
     }
 

@@ -54,16 +54,3 @@ public struct StorageChange: Hashable, Sendable {
         self.metadata = metadata
     }
 }
-
-extension StoredState {
-    /// Applies `change` to this state, as a storage does.
-    ///
-    /// - Throws: ``ConvergeError/malformed(_:)`` if the result breaks the map's invariants.
-    public mutating func apply(_ change: StorageChange) throws(ConvergeError) {
-        var entries = map.entries
-        for (key, siblings) in change.entries { entries[key] = siblings.isEmpty ? nil : siblings }
-        map = try ReplicatedMap(entries: entries, context: change.context)
-        clock = change.clock
-        for (name, record) in change.metadata { metadata[name] = record }
-    }
-}

@@ -95,7 +95,7 @@ extension Value {
         let trimmed = Substring(text).drop { $0.isWhitespace }
         var candidate = Substring(trimmed.prefix { "+-0123456789.eE".contains($0) })
         while !candidate.isEmpty {
-            if let number = Double(candidate), number.isFinite || candidate.lowercased().contains("e") { return number.isNaN ? 0 : number }
+            if let number = Double(candidate) { return number }
             candidate = candidate.dropLast()
         }
         return 0

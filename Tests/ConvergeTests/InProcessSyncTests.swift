@@ -127,6 +127,18 @@ struct InProcessSyncTests {
         #expect(hub.state(of: "alice").entries["note"] == nil)
     }
 
+    @Test func reopeningStorageOfAnotherAccountSwitchesInsteadOfLeaking() throws {
+        let hub = InMemoryHub(clock: clock)
+        let storage = InMemoryStorage()
+        let alice = try ReplicatedKeyValueStore(replicaID: "phone", hub: hub, account: "alice", storage: storage, clock: clock)
+        alice.set("alice's secret", forKey: "secret")
+        let bob = try ReplicatedKeyValueStore(replicaID: "phone", hub: hub, account: "bob", storage: storage, clock: clock)
+        #expect(bob.account == "bob")
+        #expect(bob.object(forKey: "secret") == nil)
+        #expect(bob.synchronize())
+        #expect(hub.state(of: "bob").entries.isEmpty)
+    }
+
     @Test func malformedBytesAreRefusedAndChangeNothingAtTheHub() throws {
         let hub = InMemoryHub(clock: clock)
         let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)

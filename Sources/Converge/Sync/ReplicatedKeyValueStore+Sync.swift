@@ -27,12 +27,30 @@ extension ReplicatedKeyValueStore {
     ) throws(ConvergeError) {
         let connection = HubConnection(hub: hub, device: replicaID, account: account)
         try self.init(replicaID: replicaID, storage: storage, quota: quota ?? hub.quota, policies: policies,
-                      clock: clock, syncAgent: connection)
+                      clock: clock, syncAgent: connection, account: account)
+        // Storage that holds another account's domain is switched, never synced as this one;
+        // storage that names no account is marked as this one's, so a later open can tell.
+        if self.account != account {
+            try switchAccount(to: account)
+        } else {
+            try recordAccount()
+        }
+    }
+
+    /// Records the current account in storage, if it is not recorded yet.
+    private func recordAccount() throws(ConvergeError) {
+        try state.withLock { (state: inout State) throws(ConvergeError) in
+            let recorded = Array(state.account.rawValue.utf8)
+            guard state.metadata[Self.currentAccountKey] != recorded else { return }
+            try storage.save(StorageChange(context: state.map.context, clock: state.clock.latest,
+                                           metadata: [Self.currentAccountKey: recorded]))
+            state.metadata[Self.currentAccountKey] = recorded
+        }
     }
 
     /// The account this store's synced domain belongs to.
     public var account: AccountID {
-        (syncAgent as? HubConnection)?.account ?? state.withLock { $0.account }
+        state.withLock { $0.account }
     }
 
     /// Switches the synced domain to another account's data.
@@ -47,7 +65,7 @@ extension ReplicatedKeyValueStore {
     public func switchAccount(to newAccount: AccountID) throws(ConvergeError) {
         let connection = syncAgent as? HubConnection
         let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
-            let oldAccount = connection?.account ?? state.account
+            let oldAccount = state.account
             guard oldAccount != newAccount else { return [] }
             var metadata = state.metadata
             metadata[Self.accountCacheKey(oldAccount)] = state.map.encoded()
@@ -62,8 +80,9 @@ extension ReplicatedKeyValueStore {
             state.account = newAccount
             let keys = Set(previous.entries.keys).union(next.entries.keys)
                 .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            return Self.events(changedKeys: keys, before: previous, after: next, policies: state.policies, reason: .accountChange)
-                .filter { if case .externalChange = $0 { return true } else { return false } }
+            // Keys that differ between accounts are not conflicts: only the change is reported.
+            let outcome = Self.outcome(changedKeys: keys, before: previous, after: next, policies: state.policies, reason: .accountChange)
+            return outcome.visibleChanges.isEmpty ? [] : [.externalChange(ExternalChange(reason: .accountChange, keys: outcome.visibleChanges))]
         }
         connection?.switchAccount(to: newAccount)
         emit(events)
@@ -79,11 +98,12 @@ extension ReplicatedKeyValueStore {
             var events: [StoreEvent]
             switch reply.kind {
             case .delta:
-                events = try mergeLocked(reply.delta, reason: .serverChange, into: &state)
+                events = try mergeLocked(reply.delta, reason: .serverChange, into: &state).events
             case .fullState:
-                events = try joinLocked(ReplicatedMap(entries: reply.delta.entries, context: reply.delta.context),
-                                        reason: .initialSyncChange, into: &state)
-                if !events.contains(where: { if case .externalChange = $0 { return true } else { return false } }) {
+                let outcome = try joinLocked(ReplicatedMap(entries: reply.delta.entries, context: reply.delta.context),
+                                             reason: .initialSyncChange, into: &state)
+                events = outcome.events
+                if outcome.visibleChanges.isEmpty {
                     // The app is told of the initial sync even when no visible value changed.
                     events.insert(.externalChange(ExternalChange(reason: .initialSyncChange, keys: [])), at: 0)
                 }
@@ -95,21 +115,6 @@ extension ReplicatedKeyValueStore {
             return events
         }
         emit(events)
-    }
-
-    /// Joins a whole state (dropping what it has seen and no longer has), with the lock held.
-    func joinLocked(_ other: ReplicatedMap, reason: ChangeReason, into state: inout State) throws(ConvergeError) -> [StoreEvent] {
-        var next = state.map
-        let changed = next.join(other)
-        var clock = state.clock
-        for siblings in other.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
-        var entries: [String: [Sibling]] = [:]
-        for key in changed { entries[key] = next.siblings(forKey: key) }
-        try storage.save(StorageChange(entries: entries, context: next.context, clock: clock.latest))
-        let previous = state.map
-        state.map = next
-        state.clock = clock
-        return Self.events(changedKeys: changed, before: previous, after: next, policies: state.policies, reason: reason)
     }
 
     /// Drops tombstones below a stable frontier, durably, with the lock held.
