@@ -5,8 +5,9 @@ import ConvergeSimulation
 public enum SyncOperation: Hashable, Sendable, CustomStringConvertible {
     case set(device: Int, key: String, length: Int)
     case remove(device: Int, key: String)
-    /// The device sends a push; it travels as an in-flight message.
-    case push(device: Int)
+    /// The device sends a push to the hub (or, in the mesh topology, gossip to `peer`);
+    /// it travels as an in-flight message.
+    case push(device: Int, peer: Int)
     case deliver(message: Int)
     case duplicate(message: Int)
     case drop(message: Int)
@@ -18,7 +19,7 @@ public enum SyncOperation: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .set(let d, let key, let length): return "d\(d).set(\(key), \(length) chars)"
         case .remove(let d, let key): return "d\(d).remove(\(key))"
-        case .push(let d): return "d\(d) pushes"
+        case .push(let d, let p): return "d\(d) pushes (mesh: to d\(p))"
         case .deliver(let m): return "deliver #\(m)"
         case .duplicate(let m): return "duplicate #\(m)"
         case .drop(let m): return "drop #\(m)"
@@ -48,12 +49,12 @@ public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
             switch generator.next(below: 100) {
             case 0..<28: operations.append(.set(device: d, key: generator.element(of: keys), length: generator.next(below: 22)))
             case 28..<38: operations.append(.remove(device: d, key: generator.element(of: keys)))
-            case 38..<56: operations.append(.push(device: d))
+            case 38..<56: operations.append(.push(device: d, peer: generator.next(below: count)))
             case 56..<78: operations.append(.deliver(message: generator.next(below: 8)))
             case 78..<83: operations.append(.duplicate(message: generator.next(below: 8)))
             case 83..<89: operations.append(.drop(message: generator.next(below: 8)))
             case 89..<97: operations.append(.tick(milliseconds: UInt64(generator.next(below: 16))))
-            default: operations.append(accounts ? .switchAccount(device: d) : .push(device: d))
+            default: operations.append(accounts ? .switchAccount(device: d) : .push(device: d, peer: generator.next(below: count)))
             }
         }
         return SyncHistory(deviceCount: count, operations: operations)
@@ -69,12 +70,13 @@ public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Runs a ``SyncHistory`` through the real device and hub state machines, checking the
-/// invariants after every step.
+/// Runs a ``SyncHistory`` through the real device and hub state machines (or, in the mesh
+/// topology, the real gossip machines), checking the invariants after every step.
 public struct SyncRun {
     public struct Device {
         public var id: ReplicaID
         public var machine: DeviceSyncMachine
+        public var mesh: MeshSyncMachine
         public var map = ReplicatedMap()
         public var clock = HybridLogicalClock()
         /// The state of the accounts the device is not on (kept locally, as the store does).
@@ -98,10 +100,14 @@ public struct SyncRun {
     enum Message {
         case push(SyncPush)
         case reply(to: Int, SyncReply)
+        case gossip(to: Int, SyncGossip)
     }
 
     public private(set) var devices: [Device]
     public private(set) var hub: HubSyncMachine
+    public let topology: SyncTopology
+    /// In the mesh topology, the converged state of each account after ``heal()``.
+    public private(set) var meshStates: [AccountID: ReplicatedMap] = [:]
     public private(set) var writes: [Write] = []
     /// Invariants broken so far, with the step.
     public private(set) var violations: [String] = []
@@ -118,11 +124,14 @@ public struct SyncRun {
     private let leaksAcrossAccounts: Bool
     public static let accounts: [AccountID] = ["A", "B"]
 
-    public init(_ history: SyncHistory, hub: HubSyncMachine, guessesHubContext: Bool = false, leaksAcrossAccounts: Bool = false) {
+    public init(_ history: SyncHistory, hub: HubSyncMachine, topology: SyncTopology = .hub, guessesHubContext: Bool = false,
+                leaksAcrossAccounts: Bool = false) {
         self.leaksAcrossAccounts = leaksAcrossAccounts
+        self.topology = topology
         devices = (0..<history.deviceCount).map { index in
-            Device(id: ReplicaID("d\(index)")!, machine: DeviceSyncMachine(device: ReplicaID("d\(index)")!, account: "A"),
-                   skewMilliseconds: UInt64(index % 3) * 7)
+            let id = ReplicaID("d\(index)")!
+            return Device(id: id, machine: DeviceSyncMachine(device: id, account: "A"), mesh: MeshSyncMachine(device: id, account: "A"),
+                          skewMilliseconds: UInt64(index % 3) * 7)
         }
         self.hub = hub
         self.guessesHubContext = guessesHubContext
@@ -138,6 +147,15 @@ public struct SyncRun {
             return SyncPush(account: device.machine.account, device: device.id, delta: device.map.delta(for: device.map.context))
         }
         return device.machine.push(from: device.map)
+    }
+
+    private func gossip(from d: Int, to peer: Int, wantsReply: Bool) -> SyncGossip {
+        let device = devices[d]
+        if guessesHubContext {
+            return SyncGossip(account: device.mesh.account, sender: device.id, delta: device.map.delta(for: device.map.context),
+                              wantsReply: wantsReply)
+        }
+        return device.mesh.gossip(to: devices[peer].id, from: device.map, wantsReply: wantsReply)
     }
 
     private mutating func deliver(_ message: Message) {
@@ -163,6 +181,13 @@ public struct SyncRun {
             case .fullState: devices[d].map.join(try! ReplicatedMap(entries: accepted.delta.entries, context: accepted.delta.context))
             }
             devices[d].map.collectTombstones(stableFrontier: accepted.stableFrontier)
+        case .gossip(let d, let incoming):
+            guard let accepted = devices[d].mesh.receive(incoming) else { return }
+            for siblings in accepted.delta.entries.values { for s in siblings { devices[d].clock.observe(s.timestamp) } }
+            devices[d].map.apply(accepted.delta)
+            if accepted.wantsReply, let sender = devices.firstIndex(where: { $0.id == accepted.sender }) {
+                inFlight.append(.gossip(to: sender, gossip(from: d, to: sender, wantsReply: false)))
+            }
         }
     }
 
@@ -173,8 +198,11 @@ public struct SyncRun {
             write(value, forKey: key, on: d)
         case .remove(let d, let key):
             write(nil, forKey: key, on: d)
-        case .push(let d):
-            inFlight.append(.push(pushMessage(for: d)))
+        case .push(let d, let peer):
+            switch topology {
+            case .hub: inFlight.append(.push(pushMessage(for: d)))
+            case .mesh: if peer != d { inFlight.append(.gossip(to: peer, gossip(from: d, to: peer, wantsReply: true))) }
+            }
         case .deliver(let m):
             guard !inFlight.isEmpty else { break }
             deliver(inFlight.remove(at: m % inFlight.count))
@@ -195,6 +223,14 @@ public struct SyncRun {
 
     private mutating func write(_ value: Value?, forKey key: String, on d: Int) {
         guard (try? SyncHistory.quota.check(writing: value, forKey: key, in: devices[d].map)) != nil else { return }
+        let before = devices[d].map.usage
+        defer {
+            // The soft quota: a replica over it accepts no write that grows usage.
+            let after = devices[d].map.usage
+            if !SyncHistory.quota.admits(before) && (after.keyCount > before.keyCount || after.valueBytes > before.valueBytes) {
+                violations.append("step \(step): d\(d) accepted a write that grows usage while over the quota")
+            }
+        }
         let stamp = devices[d].clock.tick(nowMilliseconds: now + devices[d].skewMilliseconds)
         guard let dot = devices[d].map.write(value, forKey: key, replica: devices[d].id, timestamp: stamp) else { return }
         writes.append(Write(account: devices[d].machine.account, device: d, key: key, dot: dot, value: value, context: devices[d].map.context))
@@ -204,6 +240,7 @@ public struct SyncRun {
         let current = devices[d].machine.account
         accountSwitches += 1
         devices[d].machine.switchAccount(to: account)
+        devices[d].mesh.switchAccount(to: account)
         guard !leaksAcrossAccounts else { return }
         devices[d].cache[current] = devices[d].map
         devices[d].map = devices[d].cache.removeValue(forKey: account) ?? ReplicatedMap()
@@ -239,6 +276,7 @@ public struct SyncRun {
     /// and exchanges with the hub until nothing changes.
     public mutating func heal() {
         inFlight.removeAll()
+        if topology == .mesh { return healMesh() }
         for d in devices.indices {
             let home = devices[d].machine.account
             for account in devices[d].cache.keys.sorted() {
@@ -254,6 +292,36 @@ public struct SyncRun {
         checkInvariants()
     }
 
+    /// Heals the mesh: for each account, every device with data of it gossips with every
+    /// other, push-pull, twice round.
+    private mutating func healMesh() {
+        let homes = devices.map(\.machine.account)
+        for account in Self.accounts {
+            let holders = devices.indices.filter { devices[$0].machine.account == account || devices[$0].cache[account] != nil }
+            guard !holders.isEmpty else { continue }
+            for d in holders { switchAccount(d, to: account) }
+            for _ in 0..<2 {
+                for d in holders {
+                    for peer in holders where peer != d {
+                        deliver(.gossip(to: peer, gossip(from: d, to: peer, wantsReply: true)))
+                        while let reply = inFlight.popLast() { deliver(reply) }
+                    }
+                }
+            }
+            meshStates[account] = devices[holders[0]].map
+            for d in holders where devices[d].map != meshStates[account] {
+                violations.append("after healing, \(devices[d].id) differs from \(devices[holders[0]].id) in \(account)")
+            }
+        }
+        for d in devices.indices { switchAccount(d, to: homes[d]) }
+        checkInvariants()
+    }
+
+    /// The converged state of `account`: the hub's, or in the mesh the devices' common one.
+    public func convergedState(of account: AccountID) -> ReplicatedMap {
+        topology == .hub ? hub.state(of: account) : meshStates[account] ?? ReplicatedMap()
+    }
+
     private mutating func exchange(_ d: Int) {
         deliver(.push(pushMessage(for: d)))
         let reply = inFlight.removeLast()
@@ -264,17 +332,17 @@ public struct SyncRun {
     public func convergenceFailure(policies: [MergePolicy]) -> String? {
         if let violation = violations.first { return violation }
         for device in devices {
-            let hubState = hub.state(of: device.machine.account)
+            let hubState = convergedState(of: device.machine.account)
             if device.map != hubState {
                 return "\(device.id) on \(device.machine.account) has \(device.map.entries.count) keys, ctx \(device.map.context); the hub has \(hubState.entries.count) keys, ctx \(hubState.context)"
             }
-            if !SyncHistory.quota.admits(device.map.usage) { return "\(device.id) is over the quota after convergence: \(device.map.usage)" }
+            if topology == .hub && !SyncHistory.quota.admits(device.map.usage) { return "\(device.id) is over the quota after convergence: \(device.map.usage)" }
             for policy in policies where visibleValues(of: device.map, policy: policy) != visibleValues(of: hubState, policy: policy) {
                 return "\(device.id) reads differently from the hub under \(policy.name)"
             }
         }
         for write in writes where write.value != nil && !write.compensated {
-            let final = hub.state(of: write.account)
+            let final = convergedState(of: write.account)
             if final.siblings(forKey: write.key).contains(where: { $0.dot == write.dot }) { continue }
             let superseded = writes.contains { other in
                 other.account == write.account && other.key == write.key && other.dot != write.dot && other.context.contains(write.dot)

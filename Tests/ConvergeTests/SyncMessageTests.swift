@@ -17,6 +17,7 @@ struct SyncMessageTests {
             .push(SyncPush(account: "acct", device: "phone", delta: state.asDelta)),
             .reply(SyncReply(account: "acct", kind: generator.chance(0.5) ? .delta : .fullState, delta: state.asDelta,
                              stableFrontier: state.context, rejectedKeys: generator.chance(0.5) ? ["k1"] : [])),
+            .gossip(SyncGossip(account: "acct", sender: "tablet", delta: state.asDelta, wantsReply: generator.chance(0.5))),
         ]
     }
 
@@ -48,7 +49,7 @@ struct SyncMessageTests {
             case 2:  // insert a byte
                 bytes.insert(UInt8(truncatingIfNeeded: generator.next()), at: generator.next(below: bytes.count + 1))
             default:  // random bytes after a valid header
-                bytes = [SyncMessage.magic, SyncMessage.formatVersion, UInt8(generator.next(in: 1...2))]
+                bytes = [SyncMessage.magic, SyncMessage.formatVersion, UInt8(generator.next(in: 1...3))]
                     + (0..<generator.next(below: 40)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             }
             if let message = try? SyncMessage(encoded: bytes) {

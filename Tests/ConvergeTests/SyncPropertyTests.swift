@@ -13,13 +13,14 @@ enum SyncProperties {
         HubSyncMachine(quota: SyncHistory.quota, policies: policies, retirementIntervalMilliseconds: SyncHistory.retirementIntervalMilliseconds)
     }
 
-    static func hubConverges(
+    static func converges(
         name: String = "hubConverges", cases: Int = defaultCases, hub: @escaping () -> HubSyncMachine = { makeHub() },
-        guessesHubContext: Bool = false, leaksAcrossAccounts: Bool = false
+        topology: SyncTopology = .hub, guessesHubContext: Bool = false, leaksAcrossAccounts: Bool = false
     ) -> PropertyFailure? {
         checkProperty(name, cases: cases,
                       generate: { SyncHistory.generate(using: &$0) }, shrink: { $0.shrunk() }) { history in
-            var run = SyncRun(history, hub: hub(), guessesHubContext: guessesHubContext, leaksAcrossAccounts: leaksAcrossAccounts)
+            var run = SyncRun(history, hub: hub(), topology: topology, guessesHubContext: guessesHubContext,
+                              leaksAcrossAccounts: leaksAcrossAccounts)
             run.heal()
             return run.convergenceFailure(policies: everyPolicy)
         }
@@ -29,15 +30,15 @@ enum SyncProperties {
 @Suite("Sync through the hub: convergence, quota, no lost write, accounts")
 struct SyncPropertyTests {
     @Test func hubConverges() {
-        expectHolds(SyncProperties.hubConverges())
+        expectHolds(SyncProperties.converges())
     }
 
     @Test func convergenceCatchesASenderThatGuessesTheHubsContext() {
-        expectCaught(SyncProperties.hubConverges(cases: 300, guessesHubContext: true))
+        expectCaught(SyncProperties.converges(cases: 300, guessesHubContext: true))
     }
 
     @Test func convergenceCatchesAHubThatCollectsTombstonesBeforeTheyAreStable() {
-        expectCaught(SyncProperties.hubConverges(cases: 500, hub: {
+        expectCaught(SyncProperties.converges(cases: 500, hub: {
             var hub = SyncProperties.makeHub()
             hub._collectsBeforeStable = true
             return hub
@@ -45,7 +46,7 @@ struct SyncPropertyTests {
     }
 
     @Test func convergenceCatchesAHubThatForgetsCompensatingWrites() {
-        expectCaught(SyncProperties.hubConverges(cases: 300, hub: {
+        expectCaught(SyncProperties.converges(cases: 300, hub: {
             var hub = SyncProperties.makeHub()
             hub._forgetsCompensatingWrites = true
             return hub
@@ -55,7 +56,21 @@ struct SyncPropertyTests {
 
 extension SyncPropertyTests {
     @Test func convergenceCatchesADeviceThatLeaksDataAcrossAccounts() {
-        expectCaught(SyncProperties.hubConverges(cases: 300, leaksAcrossAccounts: true))
+        expectCaught(SyncProperties.converges(cases: 300, leaksAcrossAccounts: true))
+    }
+
+    /// The same histories in the mesh topology: devices gossip push-pull with each other;
+    /// the quota is soft (a replica over it refuses writes that grow usage).
+    @Test func meshConverges() {
+        expectHolds(SyncProperties.converges(name: "meshConverges", topology: .mesh))
+    }
+
+    @Test func meshConvergenceCatchesASenderThatGuessesThePeersContext() {
+        expectCaught(SyncProperties.converges(name: "meshConverges", cases: 300, topology: .mesh, guessesHubContext: true))
+    }
+
+    @Test func meshConvergenceCatchesADeviceThatLeaksDataAcrossAccounts() {
+        expectCaught(SyncProperties.converges(name: "meshConverges", cases: 300, topology: .mesh, leaksAcrossAccounts: true))
     }
 
     /// The histories reach the interesting cases often enough for the properties to mean
@@ -72,6 +87,14 @@ extension SyncPropertyTests {
             if SyncRun.accounts.contains(where: { run.hub.tombstonesCollected(in: $0) > 0 }) { collecting += 1 }
             if run.accountSwitches > 0 { switching += 1 }
         }
+        var meshOverQuota = 0
+        for _ in 0..<cases {
+            var run = SyncRun(SyncHistory.generate(using: &generator), hub: SyncProperties.makeHub(), topology: .mesh)
+            run.heal()
+            if SyncRun.accounts.contains(where: { !SyncHistory.quota.admits(run.convergedState(of: $0).usage) }) { meshOverQuota += 1 }
+        }
+        print("of \(cases) mesh histories, \(meshOverQuota) converged over the soft quota")
+        #expect(meshOverQuota > cases / 20)
         print("of \(cases) histories: \(compensating) with compensations, \(returning) with a returning retired device, \(collecting) with tombstones collected, \(switching) with account switches")
         #expect(compensating > cases / 10)
         #expect(returning > cases / 10)

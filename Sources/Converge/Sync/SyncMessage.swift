@@ -56,6 +56,8 @@ public struct SyncReply: Hashable, Sendable {
 public enum SyncMessage: Hashable, Sendable {
     case push(SyncPush)
     case reply(SyncReply)
+    /// Device-to-device gossip of the mesh topology.
+    case gossip(SyncGossip)
 
     /// The largest encoded message accepted or produced.
     public static let maximumEncodedBytes = 16 * 1024 * 1024
@@ -67,6 +69,7 @@ public enum SyncMessage: Hashable, Sendable {
     private enum TypeTag: UInt8 {
         case push = 1
         case reply = 2
+        case gossip = 3
     }
 
     /// The encoded message.
@@ -91,6 +94,12 @@ public enum SyncMessage: Hashable, Sendable {
             reply.stableFrontier.encode(into: &writer)
             writer.writeVarint(UInt64(reply.rejectedKeys.count))
             for key in reply.rejectedKeys { writer.writeString(key) }
+        case .gossip(let gossip):
+            writer.writeByte(TypeTag.gossip.rawValue)
+            writer.writeString(gossip.account.rawValue)
+            writer.writeString(gossip.sender.rawValue)
+            writer.writeByte(gossip.wantsReply ? 1 : 0)
+            gossip.delta.encode(into: &writer)
         }
         guard writer.bytes.count <= Self.maximumEncodedBytes else {
             throw .malformed("message of \(writer.bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
@@ -114,11 +123,14 @@ public enum SyncMessage: Hashable, Sendable {
         let account = try Self.readAccount(&reader)
         switch tag {
         case .push:
-            let at = reader.offset
-            guard let device = ReplicaID(try reader.readString(limit: ReplicaID.maximumLengthBytes)) else {
-                throw .malformed("invalid device ID at byte \(at)")
-            }
+            let device = try Self.readReplica(&reader)
             self = .push(SyncPush(account: account, device: device, delta: try ReplicatedMap.Delta(from: &reader, limits: limits)))
+        case .gossip:
+            let sender = try Self.readReplica(&reader)
+            let flag = try reader.readByte()
+            guard flag <= 1 else { throw .malformed("invalid reply flag \(flag)") }
+            let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
+            self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
         case .reply:
             let kindByte = try reader.readByte()
             guard let kind = SyncReply.Kind(rawValue: kindByte) else { throw .malformed("unknown reply kind \(kindByte)") }
@@ -131,6 +143,14 @@ public enum SyncMessage: Hashable, Sendable {
             self = .reply(SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys))
         }
         try reader.expectEnd()
+    }
+
+    private static func readReplica(_ reader: inout BinaryReader) throws(ConvergeError) -> ReplicaID {
+        let at = reader.offset
+        guard let replica = ReplicaID(try reader.readString(limit: ReplicaID.maximumLengthBytes)) else {
+            throw .malformed("invalid replica ID at byte \(at)")
+        }
+        return replica
     }
 
     private static func readAccount(_ reader: inout BinaryReader) throws(ConvergeError) -> AccountID {
