@@ -12,10 +12,12 @@ let package = Package(
     products: [
         .library(name: "Converge", targets: ["Converge"]),
         .library(name: "ConvergeSimulation", targets: ["ConvergeSimulation"]),
+        .executable(name: "converge-sim", targets: ["converge-sim"]),
     ],
     targets: [
         .target(name: "Converge"),
         .target(name: "ConvergeSimulation", dependencies: ["Converge"]),
+        .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
         .target(
             name: "ConvergeTestSupport",
             dependencies: ["Converge", "ConvergeSimulation"],

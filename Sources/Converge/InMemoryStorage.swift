@@ -28,8 +28,9 @@ public final class InMemoryStorage: Storage {
 }
 
 extension StoredState {
-    /// Applies a change from a store, key by key; the store maintains the invariants.
-    mutating func apply(_ change: StorageChange) {
+    /// Applies a change from a store, key by key (what a ``Storage`` does on ``Storage/save(_:)``);
+    /// the store maintains the invariants.
+    public mutating func apply(_ change: StorageChange) {
         map.replaceEntries(change.entries, context: change.context)
         clock = change.clock
         for (name, record) in change.metadata { metadata[name] = record }

@@ -22,9 +22,9 @@ public struct HubSyncMachine: Sendable {
     // Deliberately broken behaviours, switched on only by the tests that show the
     // property tests catch them (swift-collections keeps such hooks underscored too).
     /// Drops quota-breaking siblings instead of superseding them with a compensating write.
-    var _forgetsCompensatingWrites = false
+    public var _forgetsCompensatingWrites = false
     /// Collects below its own context, ignoring what the devices have acknowledged.
-    var _collectsBeforeStable = false
+    public var _collectsBeforeStable = false
 
     struct AccountState: Sendable {
         var map = ReplicatedMap()

@@ -93,7 +93,12 @@ extension ReplicatedKeyValueStore {
 
     /// Applies a hub's reply: its changes (key by key, or as a whole state for a device
     /// that returns after retirement), quota compensations, and tombstone collection.
-    func apply(_ reply: SyncReply) throws(ConvergeError) {
+    ///
+    /// Transports other than ``InMemoryHub`` (the simulator, a network) call this with each
+    /// reply their ``DeviceSyncMachine`` accepted.
+    ///
+    /// - Throws: The storage's error; the store is then unchanged.
+    public func apply(_ reply: SyncReply) throws(ConvergeError) {
         let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
             var events: [StoreEvent]
             switch reply.kind {

@@ -1,0 +1,147 @@
+import Foundation
+
+/// One input of a run, at a virtual time: a workload operation or a fault. A run's plan
+/// is drawn from its seed up front; a trace records it, so a replay needs no PRNG.
+public enum PlannedEvent: Hashable, Sendable {
+    case set(device: Int, key: Int, valueBytes: Int)
+    case remove(device: Int, key: Int)
+    case synchronize(device: Int)
+    case read(device: Int, key: Int)
+    /// `devices` are cut off from everything else (the hub and the other devices); with
+    /// `oneWay`, only what they send is lost.
+    case partition(devices: [Int], oneWay: Bool, durationMs: Int)
+    case offline(device: Int, durationMs: Int)
+    case hubOutage(durationMs: Int)
+    /// The device crashes (what its disk has not made durable is lost) and restarts later.
+    case crash(device: Int, downMs: Int)
+    /// The device switches to the second account, and back after `durationMs`.
+    case switchAccount(device: Int, durationMs: Int)
+    /// The device's clock: a fixed offset and a drift.
+    case clock(device: Int, offsetMs: Int, driftPpm: Int)
+
+    var isFault: Bool {
+        switch self {
+        case .set, .remove, .synchronize, .read, .clock: return false
+        default: return true
+        }
+    }
+}
+
+/// A planned event at its virtual time.
+public struct TimedEvent: Hashable, Sendable {
+    public var timeMs: Int
+    public var event: PlannedEvent
+
+    public init(timeMs: Int, event: PlannedEvent) {
+        self.timeMs = timeMs
+        self.event = event
+    }
+}
+
+/// Draws the plan of a run from its options and seed.
+public enum PlanGenerator {
+    /// The events in time order; clock settings come first, at time 0.
+    public static func plan(for options: SimulationOptions, seed: UInt64) -> [TimedEvent] {
+        var generator = Xoshiro256StarStar(seed: seed)
+        var events: [TimedEvent] = []
+        let devices = options.devices
+        for device in 0..<devices {
+            let skew = options.clockSkewMs == 0 ? 0 : generator.next(in: -options.clockSkewMs...options.clockSkewMs)
+            let ahead = device < options.aheadDevices ? options.aheadMs : 0
+            let drift = options.clockDriftPpm == 0 ? 0 : generator.next(in: -options.clockDriftPpm...options.clockDriftPpm)
+            events.append(TimedEvent(timeMs: 0, event: .clock(device: device, offsetMs: skew + ahead, driftPpm: drift)))
+        }
+        let keys = KeyChooser(options: options)
+        let weights = [options.setWeight, options.removeWeight, options.syncWeight, options.readWeight]
+        let totalWeight = weights.reduce(0, +)
+        var time = 0
+        for _ in 0..<options.operations {
+            // Exponential gaps with the given mean: a Poisson stream of operations.
+            let gap = -Double(options.operationIntervalMs) * log1p(-generator.nextUnitDouble())
+            time += max(1, Int(gap.rounded()))
+            let device = generator.next(below: devices)
+            var pick = generator.next(below: max(totalWeight, 1))
+            var kind = 0
+            while kind < 3 && pick >= weights[kind] { pick -= weights[kind]; kind += 1 }
+            let event: PlannedEvent
+            switch kind {
+            case 0: event = .set(device: device, key: keys.next(&generator),
+                                 valueBytes: generator.next(in: options.minValueBytes...options.maxValueBytes))
+            case 1: event = .remove(device: device, key: keys.next(&generator))
+            case 2: event = .synchronize(device: device)
+            default: event = .read(device: device, key: keys.next(&generator))
+            }
+            events.append(TimedEvent(timeMs: time, event: event))
+        }
+        let span = max(time, 1)
+        func at() -> Int { generator.next(in: 0...span) }
+        for _ in 0..<options.partitions {
+            let group = (0..<devices).filter { _ in generator.chance(0.5) }
+            events.append(TimedEvent(timeMs: at(), event: .partition(devices: group.isEmpty ? [0] : group, oneWay: false,
+                                                                     durationMs: options.partitionMs)))
+        }
+        for _ in 0..<options.oneWayPartitions {
+            let group = (0..<devices).filter { _ in generator.chance(0.5) }
+            events.append(TimedEvent(timeMs: at(), event: .partition(devices: group.isEmpty ? [0] : group, oneWay: true,
+                                                                     durationMs: options.partitionMs)))
+        }
+        for _ in 0..<options.offlinePeriods {
+            events.append(TimedEvent(timeMs: at(), event: .offline(device: generator.next(below: devices), durationMs: options.offlineMs)))
+        }
+        if options.topology == .hub {
+            for _ in 0..<options.hubOutages {
+                events.append(TimedEvent(timeMs: at(), event: .hubOutage(durationMs: options.hubOutageMs)))
+            }
+            for _ in 0..<options.returns {
+                // Silent past retirement, then back: the hub retires it, then sends it a full state.
+                events.append(TimedEvent(timeMs: at(), event: .offline(device: generator.next(below: devices),
+                                                                      durationMs: options.retirementMs + options.syncIntervalMs * 2 + 1)))
+            }
+        }
+        for _ in 0..<options.crashes {
+            events.append(TimedEvent(timeMs: at(), event: .crash(device: generator.next(below: devices), downMs: options.restartMs)))
+        }
+        for _ in 0..<options.accountSwitches {
+            events.append(TimedEvent(timeMs: at(), event: .switchAccount(device: generator.next(below: devices),
+                                                                         durationMs: generator.next(in: 1...span))))
+        }
+        // Stable: operations keep their order, faults go after operations at the same time.
+        return events.enumerated().sorted { lhs, rhs in
+            lhs.element.timeMs != rhs.element.timeMs ? lhs.element.timeMs < rhs.element.timeMs : lhs.offset < rhs.offset
+        }.map(\.element)
+    }
+}
+
+/// Chooses keys uniformly or by Zipf popularity (key 0 the most popular), by inverting a
+/// precomputed cumulative distribution.
+struct KeyChooser {
+    let count: Int
+    let cumulative: [Double]?
+
+    init(options: SimulationOptions) {
+        count = options.keys
+        guard options.zipf else { cumulative = nil; return }
+        var sums: [Double] = []
+        sums.reserveCapacity(count)
+        var total = 0.0
+        for rank in 1...count {
+            total += 1 / pow(Double(rank), options.zipfExponent)
+            sums.append(total)
+        }
+        cumulative = sums.map { $0 / total }
+    }
+
+    func next(_ generator: inout Xoshiro256StarStar) -> Int {
+        guard let cumulative else { return generator.next(below: count) }
+        let u = generator.nextUnitDouble()
+        var (low, high) = (0, cumulative.count - 1)
+        while low < high {
+            let mid = (low + high) / 2
+            if cumulative[mid] < u { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+}
+
+/// The key string of key number `index`.
+func keyName(_ index: Int) -> String { "k\(index)" }

@@ -1,0 +1,47 @@
+import Converge
+
+/// One device of a run: a real ``ReplicatedKeyValueStore`` on a ``SimulatedDisk`` with a
+/// clock the simulator sets, and the real sync state machines of both topologies.
+struct SimulatedDevice {
+    let index: Int
+    let id: ReplicaID
+    let quota: Quota
+    let policies: MergePolicies
+    let disk = SimulatedDisk()
+    let clock = ManualClock(startMilliseconds: 0)
+    private(set) var store: ReplicatedKeyValueStore
+    var hubMachine: DeviceSyncMachine
+    var meshMachine: MeshSyncMachine
+    var clockOffsetMs = 0
+    var clockDriftPpm = 0
+    var crashed = false
+    /// The offline periods in progress (they may overlap).
+    var offline: Set<Int> = []
+    var flushScheduled = false
+    /// Ledger indices of the writes the disk has not made durable yet.
+    var unflushedWrites: [Int] = []
+    var meshRound = 0
+    /// The union of the default account's contexts this device has held.
+    var observed = VersionVector()
+    /// What the device held of each account when it last switched away from it.
+    var cachedStates: [AccountID: ReplicatedMap] = [:]
+
+    init(index: Int, quota: Quota, policies: MergePolicies) {
+        self.index = index
+        id = ReplicaID("d\(index)")!
+        self.quota = quota
+        self.policies = policies
+        // An empty disk cannot fail to load.
+        store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        hubMachine = DeviceSyncMachine(device: id)
+        meshMachine = MeshSyncMachine(device: id)
+    }
+
+    /// Reopens the store from what the disk made durable, with fresh sync machines (their
+    /// state is volatile: the next exchange starts from nothing reported).
+    mutating func reopen() throws(ConvergeError) {
+        store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        hubMachine = DeviceSyncMachine(device: id, account: store.account)
+        meshMachine = MeshSyncMachine(device: id, account: store.account)
+    }
+}

@@ -1,0 +1,64 @@
+import Converge
+import Synchronization
+
+/// A ``Storage`` that models a disk with a write-back cache: saves are kept pending until
+/// ``flush()`` makes them durable, and ``crash()`` loses what is still pending, as a power
+/// cut would. One run uses it from one thread; the lock only satisfies `Sendable`.
+public final class SimulatedDisk: Storage {
+    private struct Contents {
+        var durable: StoredState?
+        var pending: [Pending] = []
+    }
+
+    private enum Pending {
+        case save(StorageChange)
+        case replace(StoredState)
+    }
+
+    private let contents = Mutex(Contents())
+
+    public init() {}
+
+    public func load() throws(ConvergeError) -> StoredState? {
+        contents.withLock { contents in
+            var state = contents.durable
+            for change in contents.pending { Self.apply(change, to: &state) }
+            return state
+        }
+    }
+
+    public func save(_ change: StorageChange) throws(ConvergeError) {
+        contents.withLock { $0.pending.append(.save(change)) }
+    }
+
+    public func replaceAll(with state: StoredState) throws(ConvergeError) {
+        contents.withLock { $0.pending.append(.replace(state)) }
+    }
+
+    /// Whether anything is waiting to be made durable.
+    public var hasPendingWrites: Bool { contents.withLock { !$0.pending.isEmpty } }
+
+    /// Makes every pending save durable (an fsync).
+    public func flush() {
+        contents.withLock { contents in
+            for change in contents.pending { Self.apply(change, to: &contents.durable) }
+            contents.pending.removeAll()
+        }
+    }
+
+    /// Loses every pending save.
+    public func crash() {
+        contents.withLock { $0.pending.removeAll() }
+    }
+
+    private static func apply(_ pending: Pending, to state: inout StoredState?) {
+        switch pending {
+        case .save(let change):
+            var next = state ?? StoredState()
+            next.apply(change)
+            state = next
+        case .replace(let replacement):
+            state = replacement
+        }
+    }
+}

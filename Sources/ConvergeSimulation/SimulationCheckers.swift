@@ -1,0 +1,139 @@
+import Converge
+
+/// The checkers of a run. Each reports into `violations` with what it found; the test
+/// suite shows each one catching a ``BrokenVariant``.
+extension Simulation {
+    /// Quota: in the hub topology the hub's state never exceeds the quota, at any step.
+    func checkHubQuota(account: AccountID) {
+        let usage = hub.state(of: account).usage
+        if !quota.admits(usage) {
+            violations.append("quota: at \(now) ms the hub's state of \(account) is over the quota: \(usage)")
+        }
+    }
+
+    /// Accounts never mix: every value in a state of `account` was written in it.
+    func checkNoLeak(_ state: ReplicatedMap, account: AccountID, at place: String) {
+        for key in state.entries.keys.sorted() {
+            for sibling in state.siblings(forKey: key) {
+                if case .string(let text)? = sibling.value, !text.hasPrefix(account.rawValue + "|") {
+                    violations.append("accounts: \(place) holds \"\(text.prefix(40))\" of another account under \(key)")
+                    return
+                }
+            }
+        }
+    }
+
+    /// The first difference between replicas that must be identical, or `nil` once they
+    /// all are: each device against the hub (or, in the mesh, against the first device of
+    /// its account), in state and in visible values.
+    func convergenceDifference() -> String? {
+        var reference: [AccountID: (name: String, state: ReplicatedMap, values: [String: Value])] = [:]
+        let policy = Self.policy(named: options.policy)
+        if options.topology == .hub {
+            for account in hub.accountIDs {
+                let state = hub.state(of: account)
+                reference[account] = ("the hub", state, Self.visibleValues(of: state, policy: policy))
+            }
+        }
+        for device in devices {
+            let store = device.store
+            let account = store.account
+            let state = store.replicatedState
+            let values = store.values
+            guard let expected = reference[account] else {
+                reference[account] = (device.id.rawValue, state, values)
+                continue
+            }
+            if state != expected.state {
+                return "\(device.id) on \(account) differs from \(expected.name): \(state.entries.count) keys with context \(state.context), against \(expected.state.entries.count) keys with context \(expected.state.context)"
+            }
+            if values != expected.values {
+                let key = Set(values.keys).union(expected.values.keys).sorted().first { values[$0] != expected.values[$0] } ?? "?"
+                return "\(device.id) on \(account) reads \(key) differently from \(expected.name)"
+            }
+        }
+        return nil
+    }
+
+    static func visibleValues(of state: ReplicatedMap, policy: MergePolicy) -> [String: Value] {
+        var values: [String: Value] = [:]
+        for key in state.entries.keys {
+            if let value = state.visibleValue(forKey: key, policy: policy) { values[key] = value }
+        }
+        return values
+    }
+
+    /// After the liveness phase: the quota everywhere (hub) or flagged identically (mesh),
+    /// no account leaks, and no lost write.
+    func checkAfterConvergence() {
+        if livenessMs != nil, let difference = convergenceDifference() {
+            violations.append("convergence: \(difference)")
+        }
+        var flags: [AccountID: Bool] = [:]
+        for device in devices {
+            let state = device.store.replicatedState
+            let account = device.store.account
+            checkNoLeak(state, account: account, at: "\(device.id)")
+            let admitted = quota.admits(state.usage)
+            if options.topology == .hub && !admitted && livenessMs != nil {
+                violations.append("quota: \(device.id) is over the quota after convergence: \(state.usage)")
+            }
+            if let flag = flags[account], flag != admitted {
+                violations.append("quota: replicas of \(account) flag the soft quota differently")
+            }
+            flags[account] = admitted
+        }
+        for account in hub.accountIDs { checkNoLeak(hub.state(of: account), account: account, at: "the hub") }
+        checkNoLostWrite()
+    }
+
+    /// Every durable write is visible, superseded by a causally later write, superseded by
+    /// a compensating write of the hub, or (for an account no device is on) still held by
+    /// its writer.
+    func checkNoLostWrite() {
+        guard livenessMs != nil else { return }
+        var finalStates: [AccountID: ReplicatedMap] = [:]
+        if options.topology == .hub {
+            for account in hub.accountIDs { finalStates[account] = hub.state(of: account) }
+        }
+        for device in devices where finalStates[device.store.account] == nil {
+            finalStates[device.store.account] = device.store.replicatedState
+        }
+        var lost: [String] = []
+        for write in ledger.writes where write.durable && !write.forgotten && write.hasValue {
+            let key = WriteLedger.WriteKey(account: write.account, dot: write.dot)
+            if ledger.superseded.contains(key) || ledger.compensated.contains(key) { continue }
+            let holders = [finalStates[write.account], devices[write.device].cachedStates[write.account]].compactMap { $0 }
+            if holders.contains(where: { $0.siblings(forKey: write.key).contains { $0.dot == write.dot } }) { continue }
+            lost.append("\(write.dot) (\(write.key) in \(write.account) at \(write.timeMs) ms)")
+        }
+        if !lost.isEmpty {
+            violations.append("lost write: \(lost.count) durable writes are neither visible, superseded nor compensated, first \(lost.prefix(3).joined(separator: ", "))")
+        }
+        metrics.lostWrites = lost.count
+    }
+
+    /// CRDT laws on two sampled replica states of one account: join is commutative and
+    /// idempotent.
+    func checkLawsOnSampledStates() {
+        guard devices.count > 1 else { return }
+        let i = (eventsProcessed / 256) % devices.count, j = (i + 1) % devices.count
+        guard devices[i].store.account == devices[j].store.account else { return }
+        let a = devices[i].store.replicatedState, b = devices[j].store.replicatedState
+        metrics.lawChecks += 1
+        if join(a, b) != join(b, a) {
+            violations.append("CRDT laws: join of \(devices[i].id) and \(devices[j].id) is not commutative at \(now) ms")
+            return
+        }
+        if join(a, a) != a {
+            violations.append("CRDT laws: join of \(devices[i].id) with itself changes it at \(now) ms")
+        }
+    }
+
+    func join(_ a: ReplicatedMap, _ b: ReplicatedMap) -> ReplicatedMap {
+        if input.variant == .leftBiasedJoin { return a }
+        var result = a
+        _ = result.join(b)
+        return result
+    }
+}
