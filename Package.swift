@@ -26,7 +26,7 @@ let package = Package(
         .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),
         .testTarget(
             name: "ConvergeSimulationTests",
-            dependencies: ["ConvergeSimulation", "ConvergeTestSupport"]
+            dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim"]
         ),
     ],
     swiftLanguageModes: [.v6]

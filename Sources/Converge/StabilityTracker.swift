@@ -38,23 +38,37 @@ public struct StabilityTracker: Hashable, Sendable {
     @discardableResult
     public mutating func observe(acknowledged: [ReplicaID: VersionVector]) -> VersionVector {
         guard let first = acknowledged.first else { return safeFrontier }
-        var minimum = first.value
-        var witnessed = VersionVector()
-        for (member, context) in acknowledged {
-            minimum = minimum.intersection(context)
-            witnessed.raise(member, to: context[member])
+        // One pass per replica of the first context, so no intermediate vectors are built.
+        var lowest: [ReplicaID: UInt64] = [:]
+        replicas: for (replica, counter) in first.value.counters {
+            var low = counter
+            for context in acknowledged.values {
+                low = min(low, context[replica])
+                if low == 0 { continue replicas }
+            }
+            lowest[replica] = low
         }
+        let minimum = VersionVector(lowest)
+        var witnessed: [ReplicaID: UInt64] = [:]
+        for (member, context) in acknowledged where context[member] > 0 { witnessed[member] = context[member] }
+        let witnessedVector = VersionVector(witnessed)
         // The newest candidate whose witnessed writes everyone now knows becomes safe.
-        if let index = candidates.lastIndex(where: { $0.witnessed.isDominated(by: minimum) }) {
+        // Candidates are in the order they were made, so the covered ones form a prefix in
+        // practice; taking the end of the covered prefix is safe (any covered candidate is)
+        // and usually costs one or two comparisons instead of a scan of every candidate.
+        var covered = 0
+        while covered < candidates.count && candidates[covered].witnessed.isDominated(by: minimum) { covered += 1 }
+        if covered > 0 {
+            let index = covered - 1
             safeFrontier.formUnion(candidates[index].frontier)
             candidates.removeFirst(index + 1)
         }
-        if candidates.last?.frontier != minimum || candidates.last?.witnessed != witnessed {
-            candidates.append(Candidate(frontier: minimum, witnessed: witnessed))
+        if candidates.last?.frontier != minimum || candidates.last?.witnessed != witnessedVector {
+            candidates.append(Candidate(frontier: minimum, witnessed: witnessedVector))
             if candidates.count > Self.maximumCandidates { candidates.removeFirst() }
         }
         // A round that is already quiescent (everyone has everyone's writes) is safe at once.
-        if witnessed.isDominated(by: minimum) { safeFrontier.formUnion(minimum) }
+        if witnessedVector.isDominated(by: minimum) { safeFrontier.formUnion(minimum) }
         return safeFrontier
     }
 }

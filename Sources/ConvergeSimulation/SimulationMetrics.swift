@@ -8,7 +8,7 @@ struct MetricsCollector {
     var messagesSent = 0, bytesSent = 0, messagesLost = 0, messagesDuplicated = 0
     var messagesDroppedByFaults = 0, messagesDroppedByFullQueues = 0
     var propagationLatencies: [Int] = []
-    var conflictsResolvedByWrites = 0, lostUpdates = 0, lostUpdatesToClockSkew = 0
+    var conflictsResolvedByWrites = 0, lostUpdates = 0, lostUpdatesLaterInTrueTime = 0
     var quotaCompensations = 0, quotaViolationNotices = 0, fullStateReplies = 0
     var partitions = 0, oneWayPartitions = 0, offlinePeriods = 0, longAbsences = 0, hubOutages = 0
     var crashes = 0, writesLostInCrashes = 0, accountSwitches = 0
@@ -28,7 +28,7 @@ struct MetricsCollector {
         for sibling in live where !shownValues.contains(sibling.value!) {
             lostUpdates += 1
             if let time = ledger.write(sibling.dot, account: account)?.timeMs, let latestShown = shownTimes.max(), time > latestShown {
-                lostUpdatesToClockSkew += 1
+                lostUpdatesLaterInTrueTime += 1
             }
         }
     }
@@ -80,7 +80,7 @@ struct MetricsCollector {
                 ("name", .string(simulation.options.policy)),
                 ("conflictsResolvedByWrites", .int(Int64(conflictsResolvedByWrites))),
                 ("lostUpdates", .int(Int64(lostUpdates))),
-                ("lostUpdatesToClockSkew", .int(Int64(lostUpdatesToClockSkew))),
+                ("lostUpdatesLaterInTrueTime", .int(Int64(lostUpdatesLaterInTrueTime))),
             ])),
             ("state", .object([
                 ("keys", .int(Int64(keys))), ("siblingsPerKey", ratio(siblings, keys)), ("maxSiblings", .int(Int64(maxSiblings))),

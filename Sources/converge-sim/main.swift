@@ -161,14 +161,14 @@ func compareCommand(_ arguments: RunArguments) throws(UsageError) -> Int32 {
         return JSON.double(sorted[sorted.count / 2]).serialized()
     }
     printLine("policies compared on scenario \"\(base.name)\", seeds \(arguments.seeds.first!)..<\(arguments.seeds.last! + 1) (the same histories for every policy)")
-    let header = ["policy", "runs", "passed", "conflicts", "lost updates", "lost to skew", "p50 propagation ms", "liveness ms", "messages", "bytes", "metadata B/key"]
+    let header = ["policy", "runs", "passed", "conflicts", "lost updates", "hid the later write", "p50 propagation ms", "liveness ms", "messages", "bytes", "metadata B/key"]
     var table = [header]
     for (policy, results) in rows {
         table.append([
             policy, String(results.count), String(results.filter(\.passed).count),
             Report.grouped(total(results, "policy", "conflictsResolvedByWrites")),
             Report.grouped(total(results, "policy", "lostUpdates")),
-            Report.grouped(total(results, "policy", "lostUpdatesToClockSkew")),
+            Report.grouped(total(results, "policy", "lostUpdatesLaterInTrueTime")),
             median(results.compactMap { $0.metrics["convergence"]?["propagationMs"]?["p50"]?.doubleValue }),
             median(results.compactMap { $0.metrics["convergence"]?["livenessMs"]?.doubleValue }),
             Report.grouped(total(results, "network", "messages")),

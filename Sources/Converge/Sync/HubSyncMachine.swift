@@ -37,6 +37,9 @@ public struct HubSyncMachine: Sendable {
         var stability = StabilityTracker()
         var tombstonesCollected = 0
         var compensations = 0
+        /// The inputs and result of the last collection: nothing to redo while the members'
+        /// acknowledgements and the hub's context are unchanged.
+        var lastCollection: (members: [ReplicaID: VersionVector], context: VersionVector, frontier: VersionVector)?
     }
 
     struct Member: Sendable {
@@ -186,11 +189,17 @@ public struct HubSyncMachine: Sendable {
 
     /// Observes the members' acknowledgements and collects below the safe frontier.
     private func collect(_ state: inout AccountState) -> VersionVector {
+        // Observing the same acknowledgements twice changes nothing: skip the work.
+        if let last = state.lastCollection, last.context == state.map.context,
+           last.members.count == state.members.count, state.members.allSatisfy({ last.members[$0.key] == $0.value.acknowledged }) {
+            return last.frontier
+        }
         var acknowledged: [ReplicaID: VersionVector] = [hubID: state.map.context]
         for (device, member) in state.members { acknowledged[device] = member.acknowledged }
         var frontier = state.stability.observe(acknowledged: acknowledged)
         if _collectsBeforeStable { frontier = state.map.context }
         state.tombstonesCollected += state.map.collectTombstones(stableFrontier: frontier)
+        state.lastCollection = (state.members.mapValues(\.acknowledged), state.map.context, frontier)
         return frontier
     }
 }

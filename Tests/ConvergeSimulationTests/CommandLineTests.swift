@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// Runs the built `converge-sim` binary, end to end.
+enum ConvergeSim {
+    static var binary: URL {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/converge-sim")
+    }
+
+    static var packageRoot: URL { binary.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent() }
+
+    struct Outcome {
+        var status: Int32
+        var output: String
+        var errors: String
+    }
+
+    static func run(_ arguments: [String]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = packageRoot
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+                       errors: String(decoding: errors, as: UTF8.self))
+    }
+
+    static func temporaryFile(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("converge-sim-test-\(getpid())-\(name)").path
+    }
+}
+
+@Suite("converge-sim end to end", .serialized)
+struct CommandLineTests {
+    @Test func theSameSeedInTwoProcessesGivesByteIdenticalJSONAndTraces() throws {
+        let (traceA, traceB) = (ConvergeSim.temporaryFile("a.jsonl"), ConvergeSim.temporaryFile("b.jsonl"))
+        let common = ["run", "--seed", "11", "--devices", "3", "--operations", "300", "--json"]
+        let a = try ConvergeSim.run(common + ["--trace", traceA])
+        let b = try ConvergeSim.run(common + ["--trace", traceB])
+        #expect(a.status == 0 && b.status == 0, "\(a.errors)")
+        #expect(a.output == b.output)
+        #expect(!a.output.isEmpty)
+        let bytesA = try Data(contentsOf: URL(fileURLWithPath: traceA)), bytesB = try Data(contentsOf: URL(fileURLWithPath: traceB))
+        #expect(bytesA == bytesB)
+        let object = try JSONSerialization.jsonObject(with: Data(a.output.utf8)) as? [String: Any]
+        for member in ["seed", "converged", "violations", "metrics", "digest"] { #expect(object?[member] != nil) }
+
+        let replay = try ConvergeSim.run(["replay", traceA])
+        #expect(replay.status == 0)
+        #expect(replay.output.contains("replay matches the recorded digest"))
+    }
+
+    @Test func aFailingRunExitsWithOneAndPrintsTheReproduceCommand_andShrinkMakesItSmall() throws {
+        let trace = ConvergeSim.temporaryFile("fail.jsonl")
+        let failing = try ConvergeSim.run(["run", "--seed", "2", "--devices", "3", "--operations", "200", "--variant", "guessing-sender",
+                                           "--trace", trace])
+        #expect(failing.status == 1)
+        #expect(failing.output.contains("reproduce: swift run converge-sim run --devices 3 --operations 200 --variant guessing-sender --seed 2"))
+        let shrunkPath = ConvergeSim.temporaryFile("fail.shrunk.jsonl")
+        let shrink = try ConvergeSim.run(["shrink", trace, "--output", shrunkPath])
+        #expect(shrink.status == 1)
+        #expect(shrink.output.contains("still fails"))
+        let replay = try ConvergeSim.run(["replay", shrunkPath])
+        #expect(replay.status == 1)
+    }
+
+    @Test func badUsageExitsWithTwoAndSaysWhy() throws {
+        let cases: [([String], String)] = [
+            (["run", "--frobnicate"], "unknown option --frobnicate"),
+            (["run", "--seeds", "5..<2"], "is empty"),
+            (["run", "--seeds", "a..b"], "--seeds needs a range"),
+            (["run", "--policy", "newest"], "must be one of"),
+            (["run", "--loss", "1.5"], "probability"),
+            (["run", "Simulations/missing.json"], "cannot read scenario file"),
+            (["compare"], "compare needs --policies"),
+            (["replay"], "replay needs a TRACE"),
+            (["launch"], "unknown command"),
+        ]
+        for (arguments, message) in cases {
+            let outcome = try ConvergeSim.run(arguments)
+            #expect(outcome.status == 2, "\(arguments)")
+            #expect(outcome.errors.contains(message), "\(arguments): \(outcome.errors)")
+        }
+        let malformed = ConvergeSim.temporaryFile("bad.json")
+        try "{\"devices\": \"many\"}".write(toFile: malformed, atomically: true, encoding: .utf8)
+        let outcome = try ConvergeSim.run(["run", malformed])
+        #expect(outcome.status == 2)
+        #expect(outcome.errors.contains("option \"devices\" must be an integer"))
+    }
+
+    @Test func everyCommandHasHelp() throws {
+        for command in [["--help"], ["run", "--help"], ["compare", "--help"], ["replay", "--help"], ["shrink", "--help"]] {
+            let outcome = try ConvergeSim.run(command)
+            #expect(outcome.status == 0)
+            #expect(outcome.output.contains("converge-sim"))
+        }
+    }
+
+    @Test func compareRunsEveryPolicyOnTheSameSeeds() throws {
+        let outcome = try ConvergeSim.run(["compare", "Simulations/clock-skew.json", "--policies", "lww,multi-value", "--seeds", "0..<2",
+                                           "--operations", "300"])
+        #expect(outcome.status == 0, "\(outcome.errors)")
+        #expect(outcome.output.contains("lww") && outcome.output.contains("multi-value"))
+    }
+}
