@@ -13,11 +13,13 @@ let package = Package(
         .library(name: "Converge", targets: ["Converge"]),
         .library(name: "ConvergeSimulation", targets: ["ConvergeSimulation"]),
         .executable(name: "converge-sim", targets: ["converge-sim"]),
+        .executable(name: "converge-bench", targets: ["converge-bench"]),
     ],
     targets: [
         .target(name: "Converge"),
         .target(name: "ConvergeSimulation", dependencies: ["Converge"]),
         .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
+        .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation"], path: "Benchmarks/converge-bench"),
         .target(
             name: "ConvergeTestSupport",
             dependencies: ["Converge", "ConvergeSimulation"],

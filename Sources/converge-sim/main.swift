@@ -33,7 +33,7 @@ let runHelp = """
     that it is deterministic.
 
       --seed N            one seed (prints every option)
-      --seeds A..<B       a sweep (default 0..<5), across all cores
+      --seeds A..<B       a sweep (default 0..<5), across all cores; quote it in a shell
       --devices N, --operations N, --policy NAME, --topology hub|mesh,
       --loss P, --duplicate P
                           override the scenario
