@@ -55,6 +55,16 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         precondition(counter == dot.counter, "a planned write must be committed before any other")
     }
 
+    /// A 64-bit FNV-1a digest of the canonical encoding: equal contexts have equal
+    /// digests on every platform.
+    public var digest: UInt64 {
+        var writer = BinaryWriter()
+        encode(into: &writer)
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in writer.bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return hash
+    }
+
     /// Takes the pointwise maximum with `other` (the join of contexts).
     ///
     /// - Complexity: O(*r*), where *r* is the number of replicas in `other`.

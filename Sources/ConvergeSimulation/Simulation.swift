@@ -364,10 +364,10 @@ public final class Simulation {
         let state = device.store.replicatedState
         switch options.topology {
         case .hub:
-            let push = input.variant == .guessingSender
-                ? SyncPush(account: device.hubMachine.account, device: device.id, delta: state.delta(for: state.context))
-                : device.hubMachine.push(from: state)
-            send(.push(push), from: .device(d), to: .hub)
+            let request: SyncMessage = input.variant == .guessingSender
+                ? .push(SyncPush(account: device.hubMachine.account, device: device.id, delta: state.delta(for: state.context)))
+                : device.hubMachine.request(from: state)
+            send(request, from: .device(d), to: .hub)
         case .mesh:
             guard devices.count > 1 else { return }
             let peer = (d + 1 + devices[d].meshRound % (devices.count - 1)) % devices.count
@@ -446,17 +446,24 @@ public final class Simulation {
             return
         }
         switch (decoded, message.to) {
-        case (.push(let push), .hub):
+        case (.push, .hub), (.poll, .hub):
             var compensations: [HubCompensation] = []
-            let reply = hub.receive(push, nowMilliseconds: UInt64(Self.baseMilliseconds + now), compensations: &compensations)
+            guard let answer = hub.receive(decoded, nowMilliseconds: UInt64(Self.baseMilliseconds + now), compensations: &compensations)
+            else { return }
             for compensation in compensations {
                 metrics.quotaCompensations += 1
                 ledger.markCompensated(compensation.superseded, account: compensation.account)
             }
-            if reply.kind == .fullState { metrics.fullStateReplies += 1 }
-            checkHubQuota(account: push.account)
+            if case .reply(let reply) = answer {
+                if reply.kind == .fullState { metrics.fullStateReplies += 1 }
+                checkHubQuota(account: reply.account)
+            } else {
+                metrics.upToDateAnswers += 1
+            }
             guard case .device(let d) = message.from else { return }
-            send(.reply(reply), from: .hub, to: .device(d))
+            send(answer, from: .hub, to: .device(d))
+        case (.upToDate, .device):
+            return
         case (.reply(let reply), .device(let d)):
             guard let accepted = devices[d].hubMachine.receive(reply) else { return }
             setClock(d)

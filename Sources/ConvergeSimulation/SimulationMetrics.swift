@@ -9,7 +9,7 @@ struct MetricsCollector {
     var messagesDroppedByFaults = 0, messagesDroppedByFullQueues = 0
     var propagationLatencies: [Int] = []
     var conflictsResolvedByWrites = 0, lostUpdates = 0, lostUpdatesLaterInTrueTime = 0
-    var quotaCompensations = 0, quotaViolationNotices = 0, fullStateReplies = 0
+    var quotaCompensations = 0, quotaViolationNotices = 0, fullStateReplies = 0, upToDateAnswers = 0
     var partitions = 0, oneWayPartitions = 0, offlinePeriods = 0, longAbsences = 0, hubOutages = 0
     var crashes = 0, writesLostInCrashes = 0, accountSwitches = 0
     var lawChecks = 0, lostWrites = 0
@@ -74,7 +74,7 @@ struct MetricsCollector {
                 ("messagesPerOperation", ratio(messagesSent, operations)), ("bytesPerOperation", ratio(bytesSent, operations)),
                 ("lost", .int(Int64(messagesLost))), ("duplicated", .int(Int64(messagesDuplicated))),
                 ("droppedByFaults", .int(Int64(messagesDroppedByFaults))), ("droppedByFullQueues", .int(Int64(messagesDroppedByFullQueues))),
-                ("syncsWhileOffline", .int(Int64(syncsWhileOffline))),
+                ("syncsWhileOffline", .int(Int64(syncsWhileOffline))), ("upToDateAnswers", .int(Int64(upToDateAnswers))),
             ])),
             ("policy", .object([
                 ("name", .string(simulation.options.policy)),

@@ -98,8 +98,10 @@ public struct SyncRun {
     }
 
     enum Message {
-        case push(SyncPush)
-        case reply(to: Int, SyncReply)
+        /// A push or a poll, from `device`.
+        case request(from: Int, SyncMessage)
+        /// A reply or an up-to-date answer.
+        case answer(to: Int, SyncMessage)
         case gossip(to: Int, SyncGossip)
     }
 
@@ -115,6 +117,8 @@ public struct SyncRun {
     public private(set) var compensations = 0
     public private(set) var fullStateReplies = 0
     public private(set) var accountSwitches = 0
+    /// Polls answered "up to date" (the compact steady-state exchange).
+    public private(set) var upToDateAnswers = 0
     private var inFlight: [Message] = []
     private var now: UInt64 = 1_000
     private var step = 0
@@ -141,12 +145,13 @@ public struct SyncRun {
         }
     }
 
-    private func pushMessage(for d: Int) -> SyncPush {
+    private func requestMessage(for d: Int) -> Message {
         let device = devices[d]
         if guessesHubContext {
-            return SyncPush(account: device.machine.account, device: device.id, delta: device.map.delta(for: device.map.context))
+            return .request(from: d, .push(SyncPush(account: device.machine.account, device: device.id,
+                                                    delta: device.map.delta(for: device.map.context))))
         }
-        return device.machine.push(from: device.map)
+        return .request(from: d, device.machine.request(from: device.map))
     }
 
     private func gossip(from d: Int, to peer: Int, wantsReply: Bool) -> SyncGossip {
@@ -160,21 +165,23 @@ public struct SyncRun {
 
     private mutating func deliver(_ message: Message) {
         switch message {
-        case .push(let push):
+        case .request(let d, let request):
             var compensations: [HubCompensation] = []
-            let reply = hub.receive(push, nowMilliseconds: now, compensations: &compensations)
+            guard let answer = hub.receive(request, nowMilliseconds: now, compensations: &compensations) else { return }
             self.compensations += compensations.count
-            if reply.kind == .fullState { fullStateReplies += 1 }
+            if case .reply(let reply) = answer, reply.kind == .fullState { fullStateReplies += 1 }
+            if case .upToDate = answer { upToDateAnswers += 1 }
             for compensation in compensations {
                 for index in writes.indices where writes[index].account == compensation.account
                     && compensation.superseded.contains(writes[index].dot) {
                     writes[index].compensated = true
                 }
             }
-            let d = devices.firstIndex { $0.id == push.device }!
-            inFlight.append(.reply(to: d, reply))
-        case .reply(let d, let reply):
-            guard let accepted = devices[d].machine.receive(reply) else { return }
+            inFlight.append(.answer(to: d, answer))
+        case .answer(_, .upToDate):
+            return
+        case .answer(let d, let answer):
+            guard case .reply(let reply) = answer, let accepted = devices[d].machine.receive(reply) else { return }
             for siblings in accepted.delta.entries.values { for s in siblings { devices[d].clock.observe(s.timestamp) } }
             switch accepted.kind {
             case .delta: devices[d].map.apply(accepted.delta)
@@ -200,7 +207,7 @@ public struct SyncRun {
             write(nil, forKey: key, on: d)
         case .push(let d, let peer):
             switch topology {
-            case .hub: inFlight.append(.push(pushMessage(for: d)))
+            case .hub: inFlight.append(requestMessage(for: d))
             case .mesh: if peer != d { inFlight.append(.gossip(to: peer, gossip(from: d, to: peer, wantsReply: true))) }
             }
         case .deliver(let m):
@@ -323,7 +330,7 @@ public struct SyncRun {
     }
 
     private mutating func exchange(_ d: Int) {
-        deliver(.push(pushMessage(for: d)))
+        deliver(requestMessage(for: d))
         let reply = inFlight.removeLast()
         deliver(reply)
     }

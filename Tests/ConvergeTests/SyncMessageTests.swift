@@ -18,6 +18,8 @@ struct SyncMessageTests {
             .reply(SyncReply(account: "acct", kind: generator.chance(0.5) ? .delta : .fullState, delta: state.asDelta,
                              stableFrontier: state.context, rejectedKeys: generator.chance(0.5) ? ["k1"] : [])),
             .gossip(SyncGossip(account: "acct", sender: "tablet", delta: state.asDelta, wantsReply: generator.chance(0.5))),
+            .poll(SyncPoll(account: "acct", device: "phone", contextDigest: state.context.digest)),
+            .upToDate("acct"),
         ]
     }
 
@@ -49,7 +51,7 @@ struct SyncMessageTests {
             case 2:  // insert a byte
                 bytes.insert(UInt8(truncatingIfNeeded: generator.next()), at: generator.next(below: bytes.count + 1))
             default:  // random bytes after a valid header
-                bytes = [SyncMessage.magic, SyncMessage.formatVersion, UInt8(generator.next(in: 1...3))]
+                bytes = [SyncMessage.magic, SyncMessage.formatVersion, UInt8(generator.next(in: 1...5))]
                     + (0..<generator.next(below: 40)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             }
             if let message = try? SyncMessage(encoded: bytes) {
@@ -80,11 +82,14 @@ struct SyncMessageTests {
         for _ in 0..<2 { for store in stores { #expect(store.synchronize()) } }
         var machine = DeviceSyncMachine(device: "device-0")
         let state = stores[0].replicatedState
-        _ = machine.receive(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: state.context),
+        _ = machine.receive(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hub.state().context),
                                       stableFrontier: VersionVector(), rejectedKeys: []))
-        let push = try SyncMessage.push(machine.push(from: state)).encoded()
+        // Prime the hub's record of what it last sent this device, as a real exchange does.
+        _ = try hub.exchange(SyncMessage.push(machine.push(from: state)).encoded())
+        let push = try machine.request(from: state).encoded()
         let reply = try hub.exchange(push)
-        print("steady-state exchange, 16 replicas: push \(push.count) bytes, reply \(reply.count) bytes")
-        #expect(push.count < 300 && reply.count < 400)
+        #expect(try SyncMessage(encoded: reply) == .upToDate(.default))
+        print("steady-state exchange, 16 replicas: poll \(push.count) bytes, answer \(reply.count) bytes")
+        #expect(push.count + reply.count <= 48)
     }
 }

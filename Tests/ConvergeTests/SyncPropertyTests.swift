@@ -78,7 +78,7 @@ extension SyncPropertyTests {
     /// account switches.
     @Test func randomHistoriesExerciseEveryMechanism() {
         var generator = Xoshiro256StarStar(seed: 5)
-        var (compensating, returning, collecting, switching, cases) = (0, 0, 0, 0, 300)
+        var (compensating, returning, collecting, switching, polling, cases) = (0, 0, 0, 0, 0, 300)
         for _ in 0..<cases {
             var run = SyncRun(SyncHistory.generate(using: &generator), hub: SyncProperties.makeHub())
             run.heal()
@@ -86,6 +86,7 @@ extension SyncPropertyTests {
             if run.fullStateReplies > 0 { returning += 1 }
             if SyncRun.accounts.contains(where: { run.hub.tombstonesCollected(in: $0) > 0 }) { collecting += 1 }
             if run.accountSwitches > 0 { switching += 1 }
+            if run.upToDateAnswers > 0 { polling += 1 }
         }
         var meshOverQuota = 0
         for _ in 0..<cases {
@@ -95,10 +96,11 @@ extension SyncPropertyTests {
         }
         print("of \(cases) mesh histories, \(meshOverQuota) converged over the soft quota")
         #expect(meshOverQuota > cases / 20)
-        print("of \(cases) histories: \(compensating) with compensations, \(returning) with a returning retired device, \(collecting) with tombstones collected, \(switching) with account switches")
+        print("of \(cases) histories: \(compensating) with compensations, \(returning) with a returning retired device, \(collecting) with tombstones collected, \(switching) with account switches, \(polling) with up-to-date answers to polls")
         #expect(compensating > cases / 10)
         #expect(returning > cases / 10)
         #expect(collecting > cases / 10)
         #expect(switching > cases / 10)
+        #expect(polling > cases / 10)
     }
 }

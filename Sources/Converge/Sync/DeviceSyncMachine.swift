@@ -27,6 +27,15 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         SyncPush(account: account, device: device, delta: state.delta(for: hubContext))
     }
 
+    /// What to send the hub for `state`: a poll when the device holds exactly the context
+    /// the hub last reported (nothing new to push), a push otherwise.
+    public func request(from state: ReplicatedMap) -> SyncMessage {
+        if !hubContext.isEmpty && state.context == hubContext {
+            return .poll(SyncPoll(account: account, device: device, contextDigest: hubContext.digest))
+        }
+        return .push(push(from: state))
+    }
+
     /// Takes a reply from the hub; returns it if the device must apply it, or `nil` for
     /// a reply of another account (which must never be applied).
     public mutating func receive(_ reply: SyncReply) -> SyncReply? {

@@ -45,6 +45,9 @@ public struct HubSyncMachine: Sendable {
     struct Member: Sendable {
         var acknowledged: VersionVector
         var lastSeenMilliseconds: UInt64
+        /// What the last reply to this member carried: its context and frontier.
+        var lastReplyContext = VersionVector()
+        var lastReplyFrontier = VersionVector()
     }
 
     public init(hubID: ReplicaID = "hub", quota: Quota = .iCloud, policies: MergePolicies = MergePolicies(),
@@ -84,7 +87,8 @@ public struct HubSyncMachine: Sendable {
         let made = applyEnforcingQuota(push.delta, account: push.account, to: &state, nowMilliseconds: nowMilliseconds)
         compensations += made
         let rejected = made.map(\.key)
-        state.members[push.device] = Member(acknowledged: push.delta.context, lastSeenMilliseconds: nowMilliseconds)
+        state.members[push.device, default: Member(acknowledged: push.delta.context, lastSeenMilliseconds: nowMilliseconds)].acknowledged = push.delta.context
+        state.members[push.device]!.lastSeenMilliseconds = nowMilliseconds
         let frontier = collect(&state)
         if returning { state.awaitingFullState[push.device] = state.map.context }
         let reply = SyncReply(
@@ -93,8 +97,37 @@ public struct HubSyncMachine: Sendable {
             delta: returning ? state.map.asDelta : state.map.delta(for: push.delta.context),
             stableFrontier: frontier,
             rejectedKeys: rejected)
+        state.members[push.device]!.lastReplyContext = reply.delta.context
+        state.members[push.device]!.lastReplyFrontier = frontier
         accounts[push.account] = state
         return reply
+    }
+
+    /// Handles a request (a push or a poll) and returns the message to answer with: a
+    /// compact ``SyncMessage/upToDate(_:)`` when a polling device already holds everything
+    /// and the frontier has not moved, a reply otherwise.
+    public mutating func receive(_ request: SyncMessage, nowMilliseconds: UInt64, compensations: inout [HubCompensation]) -> SyncMessage? {
+        switch request {
+        case .push(let push):
+            return .reply(receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations))
+        case .poll(let poll):
+            // The poll stands for a push of nothing, acknowledging the context it names: the
+            // context of the last reply if the digest matches, or else the last one known.
+            let member = accounts[poll.account]?.members[poll.device]
+            let previous = member.map { (context: $0.lastReplyContext, frontier: $0.lastReplyFrontier) }
+            var acknowledged = member?.acknowledged ?? VersionVector()
+            if let previous, previous.context.digest == poll.contextDigest { acknowledged = previous.context }
+            let push = SyncPush(account: poll.account, device: poll.device, delta: ReplicatedMap.Delta(entries: [:], context: acknowledged))
+            let reply = receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
+            if let previous, reply.kind == .delta, reply.delta.entries.isEmpty, reply.rejectedKeys.isEmpty,
+               previous.context.digest == poll.contextDigest, reply.delta.context == previous.context,
+               reply.stableFrontier == previous.frontier {
+                return .upToDate(poll.account)
+            }
+            return .reply(reply)
+        case .reply, .gossip, .upToDate:
+            return nil
+        }
     }
 
     /// Retires the members silent for longer than the retirement interval.

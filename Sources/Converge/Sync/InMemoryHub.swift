@@ -45,17 +45,21 @@ public final class InMemoryHub: Sendable {
         set { reachable.withLock { $0 = newValue } }
     }
 
-    /// Handles one encoded push and returns the encoded reply.
+    /// Handles one encoded push or poll and returns the encoded answer.
     ///
     /// - Throws: ``ConvergeError/storage(_:)`` if the hub is unreachable;
-    ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push (the hub is then
-    ///   unchanged).
+    ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push or a poll (the hub
+    ///   is then unchanged).
     public func exchange(_ request: [UInt8]) throws(ConvergeError) -> [UInt8] {
         guard isReachable else { throw .storage("the hub is unreachable") }
-        guard case .push(let push) = try SyncMessage(encoded: request) else { throw .malformed("the hub accepts only pushes") }
+        let message = try SyncMessage(encoded: request)
         let now = clock.nowMilliseconds()
-        let reply = machine.withLock { $0.receive(push, nowMilliseconds: now) }
-        return try SyncMessage.reply(reply).encoded()
+        let answer = machine.withLock { machine -> SyncMessage? in
+            var compensations: [HubCompensation] = []
+            return machine.receive(message, nowMilliseconds: now, compensations: &compensations)
+        }
+        guard let answer else { throw .malformed("the hub accepts only pushes and polls") }
+        return try answer.encoded()
     }
 
     /// Retires devices silent for longer than the retirement interval.
@@ -95,12 +99,17 @@ final class HubConnection: SyncAgent {
         // while the hub is called.
         machine.withLock { machine in
             do {
-                let request = try SyncMessage.push(machine.push(from: store.replicatedState)).encoded()
-                guard case .reply(let reply) = try SyncMessage(encoded: try hub.exchange(request)),
-                      let accepted = machine.receive(reply)
-                else { return false }
-                try store.apply(accepted)
-                return true
+                let request = try machine.request(from: store.replicatedState).encoded()
+                switch try SyncMessage(encoded: try hub.exchange(request)) {
+                case .reply(let reply):
+                    guard let accepted = machine.receive(reply) else { return false }
+                    try store.apply(accepted)
+                    return true
+                case .upToDate(let account):
+                    return account == machine.account
+                default:
+                    return false
+                }
             } catch {
                 return false
             }

@@ -47,6 +47,21 @@ public struct SyncReply: Hashable, Sendable {
     }
 }
 
+/// What a device sends the hub when it has nothing new: "I hold exactly the context you
+/// last sent me" (as a digest), so a steady-state exchange costs a few dozen bytes.
+public struct SyncPoll: Hashable, Sendable {
+    public var account: AccountID
+    public var device: ReplicaID
+    /// ``VersionVector/digest`` of the hub context the device holds.
+    public var contextDigest: UInt64
+
+    public init(account: AccountID, device: ReplicaID, contextDigest: UInt64) {
+        self.account = account
+        self.device = device
+        self.contextDigest = contextDigest
+    }
+}
+
 /// A message of the sync protocol, with a versioned compact binary encoding.
 ///
 /// Layout: a magic byte, the format version, a type byte, then the payload (see
@@ -58,6 +73,10 @@ public enum SyncMessage: Hashable, Sendable {
     case reply(SyncReply)
     /// Device-to-device gossip of the mesh topology.
     case gossip(SyncGossip)
+    /// A device with nothing new asks the hub for changes.
+    case poll(SyncPoll)
+    /// The hub's answer to a poll when the device already holds everything, in `account`.
+    case upToDate(AccountID)
 
     /// The largest encoded message accepted or produced.
     public static let maximumEncodedBytes = 16 * 1024 * 1024
@@ -70,6 +89,8 @@ public enum SyncMessage: Hashable, Sendable {
         case push = 1
         case reply = 2
         case gossip = 3
+        case poll = 4
+        case upToDate = 5
     }
 
     /// The encoded message.
@@ -100,6 +121,14 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeString(gossip.sender.rawValue)
             writer.writeByte(gossip.wantsReply ? 1 : 0)
             gossip.delta.encode(into: &writer)
+        case .poll(let poll):
+            writer.writeByte(TypeTag.poll.rawValue)
+            writer.writeString(poll.account.rawValue)
+            writer.writeString(poll.device.rawValue)
+            writer.writeFixed64(poll.contextDigest)
+        case .upToDate(let account):
+            writer.writeByte(TypeTag.upToDate.rawValue)
+            writer.writeString(account.rawValue)
         }
         guard writer.bytes.count <= Self.maximumEncodedBytes else {
             throw .malformed("message of \(writer.bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
@@ -125,6 +154,11 @@ public enum SyncMessage: Hashable, Sendable {
         case .push:
             let device = try Self.readReplica(&reader)
             self = .push(SyncPush(account: account, device: device, delta: try ReplicatedMap.Delta(from: &reader, limits: limits)))
+        case .poll:
+            let device = try Self.readReplica(&reader)
+            self = .poll(SyncPoll(account: account, device: device, contextDigest: try reader.readFixed64()))
+        case .upToDate:
+            self = .upToDate(account)
         case .gossip:
             let sender = try Self.readReplica(&reader)
             let flag = try reader.readByte()
