@@ -12,12 +12,17 @@ let package = Package(
     products: [
         .library(name: "Converge", targets: ["Converge"]),
         .library(name: "ConvergeSimulation", targets: ["ConvergeSimulation"]),
+        .library(name: "ConvergeSQLite", targets: ["ConvergeSQLite"]),
         .executable(name: "converge-sim", targets: ["converge-sim"]),
         .executable(name: "converge-bench", targets: ["converge-bench"]),
+        .executable(name: "converge", targets: ["converge"]),
     ],
     targets: [
         .target(name: "Converge"),
         .target(name: "ConvergeSimulation", dependencies: ["Converge"]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        .target(name: "ConvergeSQLite", dependencies: ["Converge", "CSQLite"]),
+        .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite"]),
         .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
         .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation"], path: "Benchmarks/converge-bench"),
         .target(

@@ -116,6 +116,32 @@ public final class ReplicatedKeyValueStore: Sendable {
         }
     }
 
+    /// Writes several keys (`nil` removes) atomically: one durable storage transaction
+    /// for the whole batch, which is how to write many keys fast on a durable storage.
+    ///
+    /// - Throws: What ``setValue(_:forKey:)`` throws for any key, checked in order against
+    ///   the quota as the batch grows; the store is then unchanged (no key is written).
+    public func setValues(_ changes: [(key: String, value: Value?)]) throws(ConvergeError) {
+        try state.withLock { (state: inout State) throws(ConvergeError) in
+            var map = state.map
+            var clock = state.clock
+            var written: [String: [Sibling]] = [:]
+            for (key, value) in changes {
+                try quota.check(writing: value, forKey: key, in: map)
+                let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
+                guard let sibling = map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else { continue }
+                map.commitWrite(sibling, forKey: key)
+                written[key] = [sibling]
+            }
+            guard !written.isEmpty else { return }
+            if !(storage is VolatileStorage) {
+                try storage.save(StorageChange(entries: written, context: map.context, clock: clock.latest))
+            }
+            state.map = map
+            state.clock = clock
+        }
+    }
+
     /// Removes `key`. Removing an absent key does nothing.
     ///
     /// - Throws: ``ConvergeError/emptyKey`` or the storage's error.

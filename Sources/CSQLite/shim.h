@@ -1,0 +1,2 @@
+// The system SQLite library (libsqlite3), with no package dependency.
+#include <sqlite3.h>

@@ -1,0 +1,118 @@
+import CSQLite
+import Converge
+
+/// A thin wrapper over one SQLite connection: statements with bound parameters, and
+/// every failure turned into a ``ConvergeError/storage(_:)`` that names the file.
+final class SQLiteConnection {
+    let path: String
+    private var handle: OpaquePointer?
+
+    /// SQLite's own destructor value telling it to copy bound bytes.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    init(path: String, readOnly: Bool = false) throws(ConvergeError) {
+        self.path = path
+        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var db: OpaquePointer?
+        let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        handle = db
+        guard code == SQLITE_OK else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            handle = nil
+            throw Self.error(code: code, message: message, path: path, doing: "open")
+        }
+        sqlite3_busy_timeout(db, 5_000)
+    }
+
+    deinit { sqlite3_close(handle) }
+
+    static func error(code: Int32, message: String, path: String, doing action: String) -> ConvergeError {
+        switch code & 0xFF {
+        case SQLITE_FULL: return .storage("cannot \(action) \(path): the disk is full")
+        case SQLITE_READONLY: return .storage("cannot \(action) \(path): the file or its folder is read-only")
+        case SQLITE_CANTOPEN: return .storage("cannot \(action) \(path): cannot open the file (missing folder or no permission)")
+        case SQLITE_PERM, SQLITE_AUTH: return .storage("cannot \(action) \(path): permission denied")
+        case SQLITE_NOTADB: return .storage("cannot \(action) \(path): not a Converge store (not an SQLite database)")
+        case SQLITE_CORRUPT: return .storage("cannot \(action) \(path): the database is corrupt (\(message))")
+        case SQLITE_IOERR: return .storage("cannot \(action) \(path): I/O error (\(message))")
+        case SQLITE_BUSY, SQLITE_LOCKED: return .storage("cannot \(action) \(path): the database is locked by another process")
+        default: return .storage("cannot \(action) \(path): \(message) (SQLite error \(code))")
+        }
+    }
+
+    func fail(_ code: Int32, doing action: String) -> ConvergeError {
+        Self.error(code: code, message: String(cString: sqlite3_errmsg(handle)), path: path, doing: action)
+    }
+
+    /// A value to bind or read.
+    enum Column {
+        case integer(Int64)
+        case text(String)
+        case blob([UInt8])
+        case null
+    }
+
+    /// Runs `sql` with `parameters`, returning every row.
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [Column] = [], doing action: String = "write") throws(ConvergeError) -> [[Column]] {
+        var statement: OpaquePointer?
+        let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard prepared == SQLITE_OK else { throw fail(prepared, doing: action) }
+        defer { sqlite3_finalize(statement) }
+        for (index, parameter) in parameters.enumerated() {
+            let position = Int32(index + 1)
+            let code: Int32
+            switch parameter {
+            case .integer(let value): code = sqlite3_bind_int64(statement, position, value)
+            case .text(let value): code = sqlite3_bind_text(statement, position, value, -1, Self.transient)
+            case .blob(let bytes):
+                code = bytes.withUnsafeBytes { buffer in
+                    sqlite3_bind_blob(statement, position, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), Self.transient)
+                }
+            case .null: code = sqlite3_bind_null(statement, position)
+            }
+            guard code == SQLITE_OK else { throw fail(code, doing: action) }
+        }
+        var rows: [[Column]] = []
+        while true {
+            let step = sqlite3_step(statement)
+            if step == SQLITE_DONE { break }
+            guard step == SQLITE_ROW else { throw fail(step, doing: action) }
+            var row: [Column] = []
+            for column in 0..<sqlite3_column_count(statement) {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(statement, column))
+                    if count == 0 { row.append(.blob([])); continue }
+                    let pointer = sqlite3_column_blob(statement, column)!
+                    row.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: count))))
+                default: row.append(.null)
+                }
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
+    func transaction<T>(_ body: () throws(ConvergeError) -> T) throws(ConvergeError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+extension SQLiteConnection.Column {
+    var integer: Int64? { if case .integer(let v) = self { return v }; return nil }
+    var text: String? { if case .text(let v) = self { return v }; return nil }
+    var blob: [UInt8]? { if case .blob(let v) = self { return v }; return nil }
+}

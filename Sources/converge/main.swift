@@ -1,0 +1,222 @@
+import Converge
+import ConvergeSQLite
+import Foundation
+
+// converge: a real Converge store on disk, in the spirit of macOS `defaults`.
+// Exit codes: 0 done; 1 the operation failed (no such key, quota, storage); 2 bad usage.
+
+let usage = """
+    converge: read and write a Converge store on disk, and sync it through a shared folder
+
+    USAGE
+      converge --store PATH [--replica ID] [--account A] [--sync-folder DIR] COMMAND
+
+    COMMANDS
+      write KEY VALUE [--type T]   T: string (default), integer, double, bool, data (base64),
+                                   json (arrays and dictionaries)
+      read [KEY]                   JSON of one value, or of the whole store
+      delete KEY
+      sync                         exchange changes through the sync folder
+      conflicts [KEY]              keys with concurrent values, with every value
+      watch [--interval MS] [--count N]
+                                   sync every MS milliseconds (default 1000) and print each
+                                   change as a JSON line; stop after N rounds if given
+
+    PATH is a store file, or a folder (the store is then PATH/converge.sqlite). The first
+    open records the replica ID (--replica, or a random one); later opens reuse it.
+    Exit codes: 0 done, 1 the operation failed, 2 bad usage.
+    """
+
+enum ToolError: Error {
+    case usage(String)
+    case failed(String)
+}
+
+struct Options {
+    var store: String?
+    var replica: String?
+    var account = AccountID.default
+    var syncFolder: String?
+    var command: [String] = []
+}
+
+func parseOptions(_ arguments: [String]) throws(ToolError) -> Options {
+    var options = Options()
+    var index = 0
+    func value(_ flag: String) throws(ToolError) -> String {
+        index += 1
+        guard index < arguments.count else { throw .usage("\(flag) needs a value") }
+        return arguments[index]
+    }
+    while index < arguments.count {
+        let argument = arguments[index]
+        switch argument {
+        case "--store": options.store = try value(argument)
+        case "--replica": options.replica = try value(argument)
+        case "--sync-folder": options.syncFolder = try value(argument)
+        case "--account":
+            let text = try value(argument)
+            guard let account = AccountID(text) else { throw .usage("invalid account \"\(text)\"") }
+            options.account = account
+        case "--help", "-h":
+            print(usage)
+            exit(0)
+        default:
+            if argument.hasPrefix("--") && options.command.isEmpty { throw .usage("unknown option \(argument)") }
+            options.command.append(argument)
+        }
+        index += 1
+    }
+    return options
+}
+
+/// Opens the store: resolves the path, records or checks the replica ID, and the account.
+func openStore(_ options: Options) throws(ToolError) -> ReplicatedKeyValueStore {
+    guard var path = options.store else { throw .usage("--store PATH is required") }
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+        path = URL(fileURLWithPath: path).appendingPathComponent("converge.sqlite").path
+    } else if path.hasSuffix("/") {
+        do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) } catch {
+            throw .failed("cannot create \(path): \(error.localizedDescription)")
+        }
+        path += "converge.sqlite"
+    }
+    do {
+        let storage = try SQLiteStorage(path: path)
+        let stored = try storage.load()
+        let recorded = stored?.metadata["replica-id"].flatMap { ReplicaID(String(decoding: $0, as: UTF8.self)) }
+        let replica: ReplicaID
+        if let recorded {
+            if let requested = options.replica, requested != recorded.rawValue {
+                throw ToolError.usage("this store is replica \(recorded); it cannot become \(requested)")
+            }
+            replica = recorded
+        } else {
+            let text = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            guard let id = ReplicaID(text) else { throw ToolError.usage("invalid replica ID \"\(text)\" (1-64 of A-Z a-z 0-9 . _ : @ -)") }
+            replica = id
+            try storage.save(StorageChange(context: stored?.map.context ?? VersionVector(), clock: stored?.clock ?? .zero,
+                                           metadata: ["replica-id": Array(text.utf8)]))
+        }
+        let store = try ReplicatedKeyValueStore(replicaID: replica, storage: storage)
+        if store.account != options.account { try store.switchAccount(to: options.account) }
+        return store
+    } catch let error as ToolError {
+        throw error
+    } catch {
+        throw .failed("\(error)")
+    }
+}
+
+func sortedKeys(_ keys: some Sequence<String>) -> [String] {
+    keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+}
+
+func run(_ options: Options) throws(ToolError) {
+    guard let name = options.command.first else { throw .usage("no command given") }
+    let arguments = Array(options.command.dropFirst())
+    switch name {
+    case "write":
+        var rest = arguments
+        var type = "string"
+        if let at = rest.firstIndex(of: "--type") {
+            guard at + 1 < rest.count else { throw .usage("--type needs a value") }
+            type = rest[at + 1]
+            rest.removeSubrange(at...(at + 1))
+        }
+        guard rest.count == 2 else { throw .usage("write needs KEY VALUE") }
+        let value = try ValueJSON.parse(rest[1], type: type)
+        let store = try openStore(options)
+        do { try store.setValue(value, forKey: rest[0]) } catch { throw .failed("\(error)") }
+    case "read":
+        guard arguments.count <= 1 else { throw .usage("read takes at most one KEY") }
+        let store = try openStore(options)
+        if let key = arguments.first {
+            guard let value = store.value(forKey: key) else { throw .failed("no value for key \"\(key)\"") }
+            print(ValueJSON.text(ValueJSON.object(value)))
+        } else {
+            print(ValueJSON.text(store.values.mapValues(ValueJSON.object)))
+        }
+    case "delete":
+        guard arguments.count == 1 else { throw .usage("delete needs KEY") }
+        let store = try openStore(options)
+        do { try store.removeValue(forKey: arguments[0]) } catch { throw .failed("\(error)") }
+    case "sync":
+        guard arguments.isEmpty else { throw .usage("sync takes no arguments") }
+        guard let folder = options.syncFolder else { throw .usage("sync needs --sync-folder DIR") }
+        let store = try openStore(options)
+        let report: SharedFolderSync.Report
+        do { report = try SharedFolderSync(folder: folder).synchronize(store) } catch { throw .failed("\(error)") }
+        print("synced through \(folder): \(report.written == nil ? "nothing new to write" : "wrote \(report.written!)"); read \(report.replicasRead.count) other replica(s); \(report.changedKeys.count) key(s) changed here")
+        for skipped in report.skipped { FileHandle.standardError.write(Data("converge: skipped \(skipped)\n".utf8)) }
+    case "conflicts":
+        guard arguments.count <= 1 else { throw .usage("conflicts takes at most one KEY") }
+        let store = try openStore(options)
+        let keys = arguments.first.map { [$0] } ?? store.conflictedKeys
+        var result: [String: Any] = [:]
+        for key in keys {
+            let siblings = store.siblings(forKey: key)
+            guard siblings.count > 1 else { continue }
+            result[key] = siblings.map { sibling -> [String: Any] in
+                ["replica": sibling.dot.replica.rawValue, "counter": NSNumber(value: sibling.dot.counter),
+                 "value": sibling.value.map(ValueJSON.object) ?? NSNull(), "wallMilliseconds": NSNumber(value: sibling.timestamp.wallMilliseconds)]
+            }
+        }
+        print(ValueJSON.text(result))
+    case "watch":
+        var interval = 1_000, count: Int?
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            guard let text = rest.popFirst(), let number = Int(text), number >= 0 else { throw .usage("\(flag) needs a non-negative integer") }
+            switch flag {
+            case "--interval": interval = number
+            case "--count": count = number
+            default: throw .usage("unknown option \(flag) for watch")
+            }
+        }
+        let store = try openStore(options)
+        var previous = store.values
+        var round = 0
+        while count.map({ round < $0 }) ?? true {
+            if let folder = options.syncFolder {
+                do {
+                    let report = try SharedFolderSync(folder: folder).synchronize(store)
+                    for skipped in report.skipped { FileHandle.standardError.write(Data("converge: skipped \(skipped)\n".utf8)) }
+                } catch { throw .failed("\(error)") }
+            }
+            let current = store.values
+            for key in sortedKeys(Set(previous.keys).union(current.keys)) where previous[key] != current[key] {
+                print(ValueJSON.text(["key": key, "value": current[key].map(ValueJSON.object) ?? NSNull()]))
+            }
+            fflush(nil)
+            previous = current
+            round += 1
+            if count.map({ round < $0 }) ?? true { usleep(UInt32(min(interval, 3_600_000)) * 1_000) }
+        }
+    case "stress-write":
+        // For the crash test: writes keys durably, one transaction each, printing each key
+        // once its write has returned (so it must survive kill -9).
+        guard arguments.count == 1, let total = Int(arguments[0]), total > 0 else { throw .usage("stress-write needs a count") }
+        let store = try openStore(options)
+        for index in 0..<total {
+            do { try store.setValue(.integer(Int64(index)), forKey: "stress-\(index)") } catch { throw .failed("\(error)") }
+            print("durable stress-\(index)")
+            fflush(nil)
+        }
+    default:
+        throw .usage("unknown command \"\(name)\"")
+    }
+}
+
+do {
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    if arguments.isEmpty { print(usage); exit(2) }
+    try run(try parseOptions(arguments))
+} catch .usage(let message) {
+    FileHandle.standardError.write(Data("converge: \(message)\nRun `converge --help` for usage.\n".utf8))
+    exit(2)
+} catch .failed(let message) {
+    FileHandle.standardError.write(Data("converge: \(message)\n".utf8))
+    exit(1)
+}
