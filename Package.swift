@@ -35,6 +35,10 @@ let package = Package(
             name: "ConvergeSimulationTests",
             dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim"]
         ),
+        .testTarget(
+            name: "ConvergeSQLiteTests",
+            dependencies: ["Converge", "ConvergeSQLite", "ConvergeSimulation", "converge"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,132 @@
+import Converge
+import ConvergeSQLite
+import ConvergeSimulation
+import Foundation
+import Testing
+
+/// Runs the built `converge` binary.
+enum ConvergeTool {
+    static var binary: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(".build/debug/converge")
+    }
+
+    struct Outcome {
+        var status: Int32
+        var output: String
+        var errors: String
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String], in folder: URL) throws -> Outcome {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.currentDirectoryURL = folder
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
+                       errors: String(decoding: errors, as: UTF8.self))
+    }
+}
+
+@Suite("The converge tool, end to end", .serialized)
+struct ConvergeToolTests {
+    @Test func writeOnOneStoreSyncBothReadOnTheOther() throws {
+        let folder = temporaryFolder()
+        #expect(try ConvergeTool.run(["--store", "a/", "--replica", "alice", "write", "greeting", "hello"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "a", "write", "count", "42", "--type", "integer"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "a", "write", "tags", "[\"x\",true,1.5]", "--type", "json"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "b/", "--replica", "bob", "--sync-folder", "shared", "sync"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "a", "--sync-folder", "shared", "sync"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "b", "--sync-folder", "shared", "sync"], in: folder).status == 0)
+        let read = try ConvergeTool.run(["--store", "b", "read"], in: folder)
+        #expect(read.status == 0)
+        #expect(read.output == "{\"count\":42,\"greeting\":\"hello\",\"tags\":[\"x\",true,1.5]}\n")
+        #expect(try ConvergeTool.run(["--store", "b", "read", "greeting"], in: folder).output == "\"hello\"\n")
+
+        // Concurrent writes on both, synced: both kept, reported as a conflict.
+        try ConvergeTool.run(["--store", "a", "write", "greeting", "hi from a"], in: folder)
+        try ConvergeTool.run(["--store", "b", "write", "greeting", "hi from b"], in: folder)
+        for store in ["a", "b", "a"] { try ConvergeTool.run(["--store", store, "--sync-folder", "shared", "sync"], in: folder) }
+        let conflicts = try ConvergeTool.run(["--store", "a", "conflicts"], in: folder)
+        #expect(conflicts.output.contains("hi from a") && conflicts.output.contains("hi from b"))
+        #expect(try ConvergeTool.run(["--store", "b", "delete", "count"], in: folder).status == 0)
+        for store in ["b", "a"] { try ConvergeTool.run(["--store", store, "--sync-folder", "shared", "sync"], in: folder) }
+        #expect(try ConvergeTool.run(["--store", "a", "read", "count"], in: folder).status == 1)
+    }
+
+    @Test func badUsageAndFailuresHaveClearMessagesAndExitCodes() throws {
+        let folder = temporaryFolder()
+        let cases: [([String], Int32, String)] = [
+            (["read"], 2, "--store PATH is required"),
+            (["--store", "s/", "frobnicate"], 2, "unknown command"),
+            (["--store", "s/", "--colour", "read"], 2, "unknown option --colour"),
+            (["--store", "s/", "write", "k", "notanumber", "--type", "integer"], 2, "is not an integer"),
+            (["--store", "s/", "write", "k", "v", "--type", "blob"], 2, "unknown type"),
+            (["--store", "s/", "sync"], 2, "sync needs --sync-folder"),
+            (["--store", "s/", "read", "missing"], 1, "no value for key \"missing\""),
+            (["--store", "s/", "write", String(repeating: "k", count: 65), "v"], 1, "quota"),
+            (["--store", "s/", "--replica", "other", "read"], 2, "it cannot become other"),
+        ]
+        try ConvergeTool.run(["--store", "s/", "--replica", "first", "write", "k", "v"], in: folder)
+        for (arguments, status, message) in cases {
+            let outcome = try ConvergeTool.run(arguments, in: folder)
+            #expect(outcome.status == status, "\(arguments): \(outcome.errors)")
+            #expect(outcome.errors.contains(message), "\(arguments): \(outcome.errors)")
+        }
+        try Data("not a database".utf8).write(to: folder.appendingPathComponent("junk.sqlite"))
+        let junk = try ConvergeTool.run(["--store", "junk.sqlite", "read"], in: folder)
+        #expect(junk.status == 1 && junk.errors.contains("junk.sqlite: not a Converge store"))
+        #expect(try ConvergeTool.run(["--help"], in: folder).output.contains("USAGE"))
+    }
+
+    @Test func threeProcessesConvergeThroughTheSharedFolder() throws {
+        let folder = temporaryFolder()
+        let names = ["p1", "p2", "p3"]
+        // Each process writes its own keys and a shared one, and syncs, all at once.
+        var processes: [Process] = []
+        for name in names {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            let tool = ConvergeTool.binary.path
+            process.arguments = ["-c", (0..<5).map { i in
+                "\(tool) --store \(name)/ --replica \(name) write \(name)-\(i) \(i) --type integer && \(tool) --store \(name) write shared \(name)-\(i) && \(tool) --store \(name) --sync-folder shared sync >/dev/null"
+            }.joined(separator: " && ")]
+            process.currentDirectoryURL = folder
+            try process.run()
+            processes.append(process)
+        }
+        for process in processes { process.waitUntilExit(); #expect(process.terminationStatus == 0) }
+        for _ in 0..<2 { for name in names { try ConvergeTool.run(["--store", name, "--sync-folder", "shared", "sync"], in: folder) } }
+        let reads = try names.map { try ConvergeTool.run(["--store", $0, "read"], in: folder).output }
+        #expect(reads[0] == reads[1] && reads[1] == reads[2])
+        for name in names { #expect(reads[0].contains("\"\(name)-4\":4")) }
+        let states = try names.map { name in
+            try ReplicatedKeyValueStore(replicaID: ReplicaID(name)!, storage: SQLiteStorage(path: folder.appendingPathComponent("\(name)/converge.sqlite").path)).replicatedState
+        }
+        #expect(states[0] == states[1] && states[1] == states[2])
+    }
+
+    @Test func theFolderIsCompactedAndBadFilesAreSkipped() throws {
+        let folder = temporaryFolder()
+        for i in 0..<40 {
+            try ConvergeTool.run(["--store", "a/", "--replica", "alice", "write", "k\(i % 3)", "v\(i)"], in: folder)
+            try ConvergeTool.run(["--store", "a", "--sync-folder", "shared", "sync"], in: folder)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("shared/default/alice").path)
+        #expect(files.count <= 17, "\(files.count) files")
+        // A garbage file in another replica's folder is reported, not fatal.
+        let mallory = folder.appendingPathComponent("shared/default/mallory")
+        try FileManager.default.createDirectory(at: mallory, withIntermediateDirectories: true)
+        try Data("garbage".utf8).write(to: mallory.appendingPathComponent("00000000000000000001.snapshot"))
+        let sync = try ConvergeTool.run(["--store", "b/", "--replica", "bob", "--sync-folder", "shared", "sync"], in: folder)
+        #expect(sync.status == 0)
+        #expect(sync.errors.contains("skipped") && sync.errors.contains("mallory"))
+        #expect(try ConvergeTool.run(["--store", "b", "read", "k0"], in: folder).status == 0)
+    }
+}
