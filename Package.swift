@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "ConvergeSQLite", dependencies: ["Converge", "CSQLite"]),
         .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite"]),
         .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
-        .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation"], path: "Benchmarks/converge-bench"),
+        .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite"], path: "Benchmarks/converge-bench"),
         .target(
             name: "ConvergeTestSupport",
             dependencies: ["Converge", "ConvergeSimulation"],

@@ -1,5 +1,6 @@
 import Converge
 import ConvergeSimulation
+import ConvergeSQLite
 import Foundation
 
 // converge-bench: prints one JSON object per benchmark per line (`--json`) or a table.
@@ -26,6 +27,8 @@ enum BenchmarkSuite {
         ("metadata.state", SyncBenchmarks.metadataPerKey),
         ("metadata.memory", SyncBenchmarks.residentMemory),
         ("simulation.events", SyncBenchmarks.simulationThroughput),
+        ("sqlite.batch", StorageBenchmarks.batchedWrites),
+        ("sqlite.reopen", StorageBenchmarks.reopen),
     ]
 }
 

@@ -5,10 +5,10 @@ import Converge
 /// every failure turned into a ``ConvergeError/storage(_:)`` that names the file.
 final class SQLiteConnection {
     let path: String
-    private var handle: OpaquePointer?
+    fileprivate var handle: OpaquePointer?
 
     /// SQLite's own destructor value telling it to copy bound bytes.
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+    fileprivate static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     init(path: String, readOnly: Bool = false) throws(ConvergeError) {
         self.path = path
@@ -53,48 +53,74 @@ final class SQLiteConnection {
         case null
     }
 
+    /// A prepared statement, reusable with new parameters (preparing once per batch is
+    /// much cheaper than once per row).
+    final class Statement {
+        let connection: SQLiteConnection
+        let action: String
+        fileprivate var handle: OpaquePointer?
+
+        fileprivate init(connection: SQLiteConnection, sql: String, action: String) throws(ConvergeError) {
+            self.connection = connection
+            self.action = action
+            let prepared = sqlite3_prepare_v2(connection.handle, sql, -1, &handle, nil)
+            guard prepared == SQLITE_OK else { throw connection.fail(prepared, doing: action) }
+        }
+
+        deinit { sqlite3_finalize(handle) }
+
+        /// Runs the statement with `parameters`, returning every row.
+        @discardableResult
+        func run(_ parameters: [Column] = []) throws(ConvergeError) -> [[Column]] {
+            sqlite3_reset(handle)
+            sqlite3_clear_bindings(handle)
+            for (index, parameter) in parameters.enumerated() {
+                let position = Int32(index + 1)
+                let code: Int32
+                switch parameter {
+                case .integer(let value): code = sqlite3_bind_int64(handle, position, value)
+                case .text(let value): code = sqlite3_bind_text(handle, position, value, -1, SQLiteConnection.transient)
+                case .blob(let bytes):
+                    code = bytes.withUnsafeBytes { buffer in
+                        sqlite3_bind_blob(handle, position, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count),
+                                          SQLiteConnection.transient)
+                    }
+                case .null: code = sqlite3_bind_null(handle, position)
+                }
+                guard code == SQLITE_OK else { throw connection.fail(code, doing: action) }
+            }
+            var rows: [[Column]] = []
+            while true {
+                let step = sqlite3_step(handle)
+                if step == SQLITE_DONE { break }
+                guard step == SQLITE_ROW else { throw connection.fail(step, doing: action) }
+                var row: [Column] = []
+                for column in 0..<sqlite3_column_count(handle) {
+                    switch sqlite3_column_type(handle, column) {
+                    case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(handle, column)))
+                    case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(handle, column))))
+                    case SQLITE_BLOB:
+                        let count = Int(sqlite3_column_bytes(handle, column))
+                        if count == 0 { row.append(.blob([])); continue }
+                        let pointer = sqlite3_column_blob(handle, column)!
+                        row.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: count))))
+                    default: row.append(.null)
+                    }
+                }
+                rows.append(row)
+            }
+            return rows
+        }
+    }
+
+    func prepare(_ sql: String, doing action: String = "write") throws(ConvergeError) -> Statement {
+        try Statement(connection: self, sql: sql, action: action)
+    }
+
     /// Runs `sql` with `parameters`, returning every row.
     @discardableResult
     func execute(_ sql: String, _ parameters: [Column] = [], doing action: String = "write") throws(ConvergeError) -> [[Column]] {
-        var statement: OpaquePointer?
-        let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-        guard prepared == SQLITE_OK else { throw fail(prepared, doing: action) }
-        defer { sqlite3_finalize(statement) }
-        for (index, parameter) in parameters.enumerated() {
-            let position = Int32(index + 1)
-            let code: Int32
-            switch parameter {
-            case .integer(let value): code = sqlite3_bind_int64(statement, position, value)
-            case .text(let value): code = sqlite3_bind_text(statement, position, value, -1, Self.transient)
-            case .blob(let bytes):
-                code = bytes.withUnsafeBytes { buffer in
-                    sqlite3_bind_blob(statement, position, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), Self.transient)
-                }
-            case .null: code = sqlite3_bind_null(statement, position)
-            }
-            guard code == SQLITE_OK else { throw fail(code, doing: action) }
-        }
-        var rows: [[Column]] = []
-        while true {
-            let step = sqlite3_step(statement)
-            if step == SQLITE_DONE { break }
-            guard step == SQLITE_ROW else { throw fail(step, doing: action) }
-            var row: [Column] = []
-            for column in 0..<sqlite3_column_count(statement) {
-                switch sqlite3_column_type(statement, column) {
-                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
-                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
-                case SQLITE_BLOB:
-                    let count = Int(sqlite3_column_bytes(statement, column))
-                    if count == 0 { row.append(.blob([])); continue }
-                    let pointer = sqlite3_column_blob(statement, column)!
-                    row.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: count))))
-                default: row.append(.null)
-                }
-            }
-            rows.append(row)
-        }
-        return rows
+        try prepare(sql, doing: action).run(parameters)
     }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.

@@ -168,15 +168,17 @@ public final class SQLiteStorage: Storage {
 
     /// Writes a change inside the caller's transaction, keys in byte order.
     private func write(_ change: StorageChange, to db: SQLiteConnection) throws(ConvergeError) {
+        let insert = try db.prepare("INSERT OR REPLACE INTO entries (key, siblings) VALUES (?, ?)")
+        let delete = try db.prepare("DELETE FROM entries WHERE key = ?")
         for key in change.entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let siblings = change.entries[key]!
             if siblings.isEmpty {
-                try db.execute("DELETE FROM entries WHERE key = ?", [.text(key)])
+                try delete.run([.text(key)])
             } else {
                 var context = VersionVector()
                 for sibling in siblings { context.raise(sibling.dot.replica, to: sibling.dot.counter) }
                 let bytes = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded()
-                try db.execute("INSERT OR REPLACE INTO entries (key, siblings) VALUES (?, ?)", [.text(key), .blob(bytes)])
+                try insert.run([.text(key), .blob(bytes)])
             }
         }
         var context = BinaryWriter()
