@@ -91,8 +91,36 @@ enum SyncBenchmarks {
     }
 
     /// metadata.memory: resident memory of a full iCloud-sized store (1,024 keys, 1 MB of
-    /// values) against its encoded size.
+    /// values) against its encoded size. Measured in a fresh child process, so memory freed
+    /// by earlier benchmarks cannot hide what the store takes.
     static func residentMemory() -> BenchmarkResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["--memory-probe"]
+        let out = Pipe()
+        process.standardOutput = out
+        try! process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+        precondition(numbers.count == 3, "the memory probe failed: \(text)")
+        let (valueBytes, encoded, resident) = (numbers[0], numbers[1], numbers[2])
+        let ratio = resident / encoded
+        return BenchmarkResult(name: "metadata.memory", figures: [
+            ("keys", 1_024), ("value_bytes", valueBytes), ("encoded_bytes", encoded), ("resident_bytes", resident), ("ratio", ratio),
+        ], goal: "resident <= 2x encoded", met: ratio <= 2)
+    }
+
+    /// The child side of ``residentMemory()``: prints value bytes, encoded bytes and the
+    /// growth of resident memory while building the store.
+    static func memoryProbe() {
+        // Touch the code paths first, so pages of code and libraries loaded on first use
+        // are not counted as the store's.
+        do {
+            let warm = ReplicatedKeyValueStore(replicaID: "warm", clock: ManualClock())
+            for index in 0..<16 { try! warm.setValue(.data(Data(repeating: 1, count: 1_000)), forKey: String(format: "key-%04d", index)) }
+            blackHole(warm.replicatedState.encoded())
+        }
         let before = Measure.residentBytes() ?? 0
         let store = ReplicatedKeyValueStore(replicaID: "memory", clock: ManualClock())
         let valueBytes = Quota.iCloud.maximumTotalValueBytes / 1_024 - 8
@@ -102,11 +130,7 @@ enum SyncBenchmarks {
         let after = Measure.residentBytes() ?? 0
         let encoded = store.replicatedState.encoded().count
         blackHole(store)
-        let ratio = Double(after - before) / Double(encoded)
-        return BenchmarkResult(name: "metadata.memory", figures: [
-            ("keys", 1_024), ("value_bytes", Double(store.usage.valueBytes)), ("encoded_bytes", Double(encoded)),
-            ("resident_bytes", Double(after - before)), ("ratio", ratio),
-        ], goal: "resident <= 2x encoded", met: ratio <= 2)
+        print(store.usage.valueBytes, encoded, after - before)
     }
 
     /// simulation.events: simulated events per second on one core, over the default

@@ -59,6 +59,9 @@ while !arguments.isEmpty {
         guard let text = arguments.first, let n = Int(text), n >= 1, n <= 1_000 else { failUsage("--repetitions needs an integer in 1...1000") }
         arguments.removeFirst()
         Measure.repetitions = n
+    case "--memory-probe":
+        SyncBenchmarks.memoryProbe()
+        exit(0)
     case "--help", "-h":
         print(usage)
         exit(0)
