@@ -37,7 +37,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConvergeSQLiteTests",
-            dependencies: ["Converge", "ConvergeSQLite", "ConvergeSimulation", "converge"]
+            dependencies: ["Converge", "ConvergeSQLite", "ConvergeSimulation", "ConvergeTestSupport", "converge"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,36 +1,17 @@
 import Converge
 import ConvergeSQLite
 import ConvergeSimulation
+import ConvergeTestSupport
 import Foundation
 import Testing
 
 /// Runs the built `converge` binary.
 enum ConvergeTool {
-    static var binary: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent(".build/debug/converge")
-    }
-
-    struct Outcome {
-        var status: Int32
-        var output: String
-        var errors: String
-    }
+    static var binary: URL { ChildProcess.executable("converge") }
 
     @discardableResult
-    static func run(_ arguments: [String], in folder: URL) throws -> Outcome {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.currentDirectoryURL = folder
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile(), errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                       errors: String(decoding: errors, as: UTF8.self))
+    static func run(_ arguments: [String], in folder: URL) throws -> ChildProcess.Outcome {
+        try ChildProcess.run(binary, arguments, in: folder)
     }
 }
 

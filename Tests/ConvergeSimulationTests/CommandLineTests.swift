@@ -1,35 +1,14 @@
+import ConvergeTestSupport
 import Foundation
 import Testing
 
 /// Runs the built `converge-sim` binary, end to end.
 enum ConvergeSim {
-    static var binary: URL {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/converge-sim")
-    }
+    static var binary: URL { ChildProcess.executable("converge-sim") }
+    static var packageRoot: URL { ChildProcess.packageRoot }
 
-    static var packageRoot: URL { binary.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent() }
-
-    struct Outcome {
-        var status: Int32
-        var output: String
-        var errors: String
-    }
-
-    static func run(_ arguments: [String]) throws -> Outcome {
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.currentDirectoryURL = packageRoot
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                       errors: String(decoding: errors, as: UTF8.self))
+    static func run(_ arguments: [String]) throws -> ChildProcess.Outcome {
+        try ChildProcess.run(binary, arguments, in: packageRoot)
     }
 
     static func temporaryFile(_ name: String) -> String {
