@@ -20,7 +20,7 @@ public enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// Devices send state their disk has not made durable, so a crash makes them reuse
     /// dots already sent. Caught by the convergence and no-lost-write checkers.
     case sendsBeforeFlush = "sends-before-flush"
-    /// Sync timing depends on the system's random generator. Caught by the determinism
-    /// checker.
+    /// Sync timing depends on a source of ambient randomness the caller injects as
+    /// ``SimulationInput/ambientJitter``. Caught by the determinism checker.
     case nondeterministic = "nondeterministic"
 }

@@ -11,6 +11,9 @@ public struct SimulationInput: Sendable {
     /// Recorded network decisions, or `nil` to draw them from the seed.
     public var recordedFates: [Int: NetworkFate]?
     public var variant: BrokenVariant?
+    /// For ``BrokenVariant/nondeterministic`` only: a source of ambient randomness the
+    /// caller injects (the simulator itself never reads any).
+    public var ambientJitter: (@Sendable () -> Int)?
 
     public init(seed: UInt64, options: SimulationOptions, plan: [TimedEvent], recordedFates: [Int: NetworkFate]? = nil,
                 variant: BrokenVariant? = nil) {
@@ -147,7 +150,7 @@ public final class Simulation {
         for (index, timed) in input.plan.enumerated() { queue.schedule(.planned(index), at: timed.timeMs) }
         let end = input.plan.last?.timeMs ?? 0
         for index in devices.indices {
-            let jitter = input.variant == .nondeterministic ? Int.random(in: 0...3) : 0
+            let jitter = input.variant == .nondeterministic ? input.ambientJitter?() ?? 0 : 0
             queue.schedule(.periodicSync(device: index), at: 1 + index * options.syncIntervalMs / max(devices.count, 1) + jitter)
         }
         queue.schedule(.heal, at: end + 1)
@@ -180,7 +183,7 @@ public final class Simulation {
             deliver(id)
         case .periodicSync(let d):
             synchronize(d)
-            let jitter = input.variant == .nondeterministic ? Int.random(in: 0...3) : 0
+            let jitter = input.variant == .nondeterministic ? input.ambientJitter?() ?? 0 : 0
             queue.schedule(.periodicSync(device: d), at: now + options.syncIntervalMs + jitter)
         case .flush(let d):
             devices[d].flushScheduled = false

@@ -102,7 +102,8 @@ func runCommand(_ arguments: RunArguments) throws(UsageError) -> Int32 {
     let variant = arguments.variant, check = arguments.checkDeterminism
     let results = SimulationRunner.sweep(seeds: arguments.seeds, jobs: arguments.jobs) { seed in
         // The scenario was validated above; resolving cannot fail for another seed.
-        let input = try! SimulationInput(scenario: scenario, seed: seed, variant: variant)
+        var input = try! SimulationInput(scenario: scenario, seed: seed, variant: variant)
+        if variant == .nondeterministic { input.ambientJitter = { Int.random(in: 0...3) } }
         return (input, SimulationRunner.run(input, checkDeterminism: check))
     }
     let elapsed = ContinuousClock.now - started

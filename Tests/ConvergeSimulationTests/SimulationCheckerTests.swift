@@ -24,7 +24,9 @@ enum SmallScenarios {
     static func violations(_ scenario: Scenario, variant: BrokenVariant? = nil, seeds: Range<UInt64> = 0..<6,
                            checkDeterminism: Bool = false) -> [[String]] {
         seeds.map { seed in
-            SimulationRunner.run(try! SimulationInput(scenario: scenario, seed: seed, variant: variant), checkDeterminism: checkDeterminism).violations
+            var input = try! SimulationInput(scenario: scenario, seed: seed, variant: variant)
+            if variant == .nondeterministic { input.ambientJitter = { Int.random(in: 0...3) } }
+            return SimulationRunner.run(input, checkDeterminism: checkDeterminism).violations
         }
     }
 }
