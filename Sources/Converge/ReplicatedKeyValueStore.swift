@@ -106,11 +106,9 @@ public final class ReplicatedKeyValueStore: Sendable {
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
             guard let sibling = state.map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else { return }
             // Durable first: if the storage refuses, memory is untouched.
-            if !(storage is VolatileStorage) {
-                var context = state.map.context
-                context.raise(replicaID, to: sibling.dot.counter)
-                try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
-            }
+            var context = state.map.context
+            context.raise(replicaID, to: sibling.dot.counter)
+            try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
             state.map.commitWrite(sibling, forKey: key)
             state.clock = clock
         }
@@ -134,9 +132,7 @@ public final class ReplicatedKeyValueStore: Sendable {
                 written[key] = [sibling]
             }
             guard !written.isEmpty else { return }
-            if !(storage is VolatileStorage) {
-                try storage.save(StorageChange(entries: written, context: map.context, clock: clock.latest))
-            }
+            try storage.save(StorageChange(entries: written, context: map.context, clock: clock.latest))
             state.map = map
             state.clock = clock
         }

@@ -116,11 +116,12 @@ public struct HubSyncMachine: Sendable {
             let member = accounts[poll.account]?.members[poll.device]
             let previous = member.map { (context: $0.lastReplyContext, frontier: $0.lastReplyFrontier) }
             var acknowledged = member?.acknowledged ?? VersionVector()
-            if let previous, previous.context.digest == poll.contextDigest { acknowledged = previous.context }
+            let holdsLastReply = previous.map { $0.context.digest == poll.contextDigest } ?? false
+            if let previous, holdsLastReply { acknowledged = previous.context }
             let push = SyncPush(account: poll.account, device: poll.device, delta: ReplicatedMap.Delta(entries: [:], context: acknowledged))
             let reply = receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
             if let previous, reply.kind == .delta, reply.delta.entries.isEmpty, reply.rejectedKeys.isEmpty,
-               previous.context.digest == poll.contextDigest, reply.delta.context == previous.context,
+               holdsLastReply, reply.delta.context == previous.context,
                reply.stableFrontier == previous.frontier {
                 return .upToDate(poll.account)
             }
