@@ -73,7 +73,7 @@ public struct BinaryReader {
     public var remaining: Int { bytes.count - offset }
 
     public mutating func readByte() throws(ConvergeError) -> UInt8 {
-        guard offset < bytes.count else { throw .malformed("unexpected end of input at byte \(offset)") }
+        guard offset < bytes.count else { throw .malformed(.truncated, "unexpected end of input", at: offset) }
         defer { offset += 1 }
         return bytes[offset]
     }
@@ -84,11 +84,11 @@ public struct BinaryReader {
         let start = offset
         while true {
             let byte = try readByte()
-            if shift == 63 && byte > 1 { throw .malformed("varint overflows 64 bits at byte \(start)") }
+            if shift == 63 && byte > 1 { throw .malformed(.outOfRange, "varint overflows 64 bits", at: start) }
             result |= UInt64(byte & 0x7F) << shift
             if byte & 0x80 == 0 {
                 // Reject over-long encodings so that every value has one encoding.
-                if byte == 0 && shift > 0 { throw .malformed("non-canonical varint at byte \(start)") }
+                if byte == 0 && shift > 0 { throw .malformed(.nonCanonical, "over-long varint", at: start) }
                 return result
             }
             shift += 7
@@ -101,7 +101,7 @@ public struct BinaryReader {
     }
 
     public mutating func readFixed64() throws(ConvergeError) -> UInt64 {
-        guard remaining >= 8 else { throw .malformed("unexpected end of input at byte \(offset)") }
+        guard remaining >= 8 else { throw .malformed(.truncated, "unexpected end of input", at: offset) }
         var value: UInt64 = 0
         for index in 0..<8 { value |= UInt64(bytes[offset + index]) << (8 * UInt64(index)) }
         offset += 8
@@ -113,10 +113,10 @@ public struct BinaryReader {
     public mutating func readCount(limit: Int, minimumElementBytes: Int = 1) throws(ConvergeError) -> Int {
         let start = offset
         let raw = try readVarint()
-        guard raw <= UInt64(limit) else { throw .malformed("count \(raw) exceeds the limit of \(limit) at byte \(start)") }
+        guard raw <= UInt64(limit) else { throw .malformed(.limitExceeded, "count \(raw) exceeds the limit of \(limit)", at: start) }
         let count = Int(raw)
         guard count.multipliedReportingOverflow(by: minimumElementBytes).partialValue <= remaining else {
-            throw .malformed("count \(count) at byte \(start) exceeds the remaining input")
+            throw .malformed(.limitExceeded, "count \(count) exceeds the remaining input", at: start)
         }
         return count
     }
@@ -131,13 +131,13 @@ public struct BinaryReader {
         let start = offset
         let raw = try readBytes(limit: limit)
         guard let text = String(validating: raw, as: UTF8.self) else {
-            throw .malformed("invalid UTF-8 in string at byte \(start)")
+            throw .malformed(.invalidUTF8, "invalid UTF-8 in string", at: start)
         }
         return text
     }
 
     /// Throws unless every byte has been consumed.
     public func expectEnd() throws(ConvergeError) {
-        guard isAtEnd else { throw .malformed("\(remaining) unexpected trailing bytes at byte \(offset)") }
+        guard isAtEnd else { throw .malformed(.trailingBytes, "\(remaining) unexpected trailing bytes", at: offset) }
     }
 }

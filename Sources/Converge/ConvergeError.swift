@@ -1,4 +1,18 @@
 /// The errors Converge reports. Every one leaves the store unchanged.
+///
+/// Each case carries data a caller can match on (the kind of storage failure and its path,
+/// the problem in malformed input and its offset, the limit a write would break); the
+/// ``description`` is derived from that data, never the other way round.
+///
+/// ```swift
+/// do {
+///     try store.setValue("v", forKey: "k")
+/// } catch .storage(let failure) where failure.kind == .diskFull {
+///     // ask the user to free some space
+/// } catch {
+///     print(error)   // a sentence naming what failed
+/// }
+/// ```
 public enum ConvergeError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A replica ID is empty, too long or uses a character outside the allowed set.
     case invalidReplicaID(String)
@@ -8,11 +22,15 @@ public enum ConvergeError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidValue(ValueViolation)
     /// A write would break the store's quota: see ``QuotaViolation``.
     case quotaExceeded(QuotaViolation)
-    /// Bytes received or read do not form a valid encoding; the text says where.
-    case malformed(String)
-    /// The storage failed; the text says how and where.
-    case storage(String)
+    /// Bytes received or read do not form a valid encoding: see ``MalformedInput``.
+    case malformed(MalformedInput)
+    /// The storage failed: see ``StorageFailure``.
+    case storage(StorageFailure)
+    /// The hub (or the peer a transport talks to) could not be reached; the text says
+    /// which. Nothing was exchanged, so trying again later is safe.
+    case unreachable(String)
 
+    /// A sentence saying what went wrong, derived from the case's data.
     public var description: String {
         switch self {
         case .invalidReplicaID(let text):
@@ -23,31 +41,26 @@ public enum ConvergeError: Error, Hashable, Sendable, CustomStringConvertible {
             return "invalid value: \(violation)"
         case .quotaExceeded(let violation):
             return "quota exceeded: \(violation)"
-        case .malformed(let detail):
-            return "malformed input: \(detail)"
-        case .storage(let detail):
-            return "storage error: \(detail)"
+        case .malformed(let input):
+            return "malformed input: \(input)"
+        case .storage(let failure):
+            return "storage error: \(failure)"
+        case .unreachable(let peer):
+            return "cannot reach \(peer)"
         }
     }
 }
 
-/// Why a value was rejected.
-public enum ValueViolation: Hashable, Sendable, CustomStringConvertible {
-    /// A double (or a date) is NaN, which has no equality and no canonical form.
-    case notANumber
-    /// Arrays and dictionaries are nested deeper than ``Value/maximumNestingDepth``.
-    case tooDeep(limit: Int)
-    /// The canonical encoding is larger than ``Value/maximumEncodedBytes``.
-    case tooLarge(bytes: Int, limit: Int)
-    /// The object is not one of the property-list types; the text names its type.
-    case unsupportedType(String)
+extension ConvergeError {
+    /// A ``malformed(_:)`` error: `problem`, described by `detail`, at byte `offset` of the
+    /// input if known.
+    package static func malformed(_ problem: MalformedInput.Problem, _ detail: String, at offset: Int? = nil) -> ConvergeError {
+        .malformed(MalformedInput(problem: problem, detail: detail, offset: offset))
+    }
 
-    public var description: String {
-        switch self {
-        case .notANumber: return "NaN is not a storable number"
-        case .tooDeep(let limit): return "arrays and dictionaries nest deeper than \(limit) levels"
-        case .tooLarge(let bytes, let limit): return "encoded size \(bytes) bytes exceeds the limit of \(limit) bytes"
-        case .unsupportedType(let name): return "\(name) is not a property-list type (string, number, bool, data, date, array, dictionary)"
-        }
+    /// A ``storage(_:)`` error.
+    package static func storage(_ kind: StorageFailure.Kind, path: String, operation: StorageFailure.Operation,
+                                detail: String? = nil) -> ConvergeError {
+        .storage(StorageFailure(kind: kind, path: path, operation: operation, detail: detail))
     }
 }

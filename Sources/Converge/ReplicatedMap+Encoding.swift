@@ -43,12 +43,12 @@ extension VersionVector {
         for _ in 0..<count {
             let at = reader.offset
             let text = try reader.readString(limit: ReplicaID.maximumLengthBytes)
-            guard let replica = ReplicaID(text) else { throw .malformed("invalid replica ID at byte \(at)") }
+            guard let replica = ReplicaID(text) else { throw .malformed(.invalidIdentifier, "invalid replica ID", at: at) }
             if let last = entries.last, !(last.replica < replica) {
-                throw .malformed("replicas not in strictly increasing order at byte \(at)")
+                throw .malformed(.nonCanonical, "replicas not in strictly increasing order", at: at)
             }
             let counter = try reader.readVarint()
-            guard counter > 0 else { throw .malformed("zero counter for \(replica) at byte \(at)") }
+            guard counter > 0 else { throw .malformed(.outOfRange, "zero counter for \(replica)", at: at) }
             entries.append((replica, counter))
         }
         return entries
@@ -109,38 +109,38 @@ extension ReplicatedMap.Delta {
         for _ in 0..<keyCount {
             let at = reader.offset
             let key = try reader.readString()
-            guard !key.isEmpty else { throw .malformed("empty key at byte \(at)") }
+            guard !key.isEmpty else { throw .malformed(.invalidEntry, "empty key", at: at) }
             if let previousKey, !previousKey.utf8.lexicographicallyPrecedes(key.utf8) {
-                throw .malformed("keys not in strictly increasing byte order at byte \(at)")
+                throw .malformed(.nonCanonical, "keys not in strictly increasing byte order", at: at)
             }
-            guard entries[key] == nil else { throw .malformed("duplicate key at byte \(at)") }
+            guard entries[key] == nil else { throw .malformed(.nonCanonical, "duplicate key", at: at) }
             let siblingCount = try reader.readCount(limit: limits.maximumSiblingsPerKey, minimumElementBytes: 5)
-            guard siblingCount > 0 else { throw .malformed("key without siblings at byte \(at)") }
+            guard siblingCount > 0 else { throw .malformed(.invalidEntry, "key without siblings", at: at) }
             var siblings: [Sibling] = []
             siblings.reserveCapacity(siblingCount)
             for _ in 0..<siblingCount {
                 let siblingAt = reader.offset
                 let position = try reader.readVarint()
-                guard position < UInt64(replicas.count) else { throw .malformed("replica index out of range at byte \(siblingAt)") }
+                guard position < UInt64(replicas.count) else { throw .malformed(.outOfRange, "replica index out of range", at: siblingAt) }
                 let replica = replicas[Int(position)]
                 let counter = try reader.readVarint()
                 guard counter >= 1, counter <= replica.counter else {
-                    throw .malformed("dot \(replica.replica):\(counter) not covered by the context at byte \(siblingAt)")
+                    throw .malformed(.notCovered, "dot \(replica.replica):\(counter) not covered by the context", at: siblingAt)
                 }
                 let wall = try reader.readVarint()
                 let logicalRaw = try reader.readVarint()
-                guard logicalRaw <= UInt64(UInt32.max) else { throw .malformed("logical clock out of range at byte \(siblingAt)") }
+                guard logicalRaw <= UInt64(UInt32.max) else { throw .malformed(.outOfRange, "logical clock out of range", at: siblingAt) }
                 let value: Value?
                 switch try reader.readByte() {
                 case 0: value = nil
                 case 1: value = try Value(from: &reader)
-                case let flag: throw .malformed("unknown sibling flag \(flag) at byte \(siblingAt)")
+                case let flag: throw .malformed(.unknownTag, "unknown sibling flag \(flag)", at: siblingAt)
                 }
                 let sibling = Sibling(dot: Dot(replica: replica.replica, counter: counter),
                                       timestamp: HybridTimestamp(wallMilliseconds: wall, logical: UInt32(logicalRaw)),
                                       value: value)
                 if let last = siblings.last, !(last.dot < sibling.dot) {
-                    throw .malformed("siblings not in strictly increasing dot order at byte \(siblingAt)")
+                    throw .malformed(.nonCanonical, "siblings not in strictly increasing dot order", at: siblingAt)
                 }
                 siblings.append(sibling)
             }

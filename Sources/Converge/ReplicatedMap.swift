@@ -35,14 +35,14 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///   order, or a sibling's dot is not covered by `context`.
     public init(entries: [String: [Sibling]], context: VersionVector) throws(ConvergeError) {
         for (key, siblings) in entries {
-            guard !key.isEmpty else { throw .malformed("empty key") }
-            guard !siblings.isEmpty else { throw .malformed("key \"\(key)\" has no siblings") }
+            guard !key.isEmpty else { throw .malformed(.invalidEntry, "empty key") }
+            guard !siblings.isEmpty else { throw .malformed(.invalidEntry, "key \"\(key)\" has no siblings") }
             for index in siblings.indices {
                 if index > 0, !(siblings[index - 1].dot < siblings[index].dot) {
-                    throw .malformed("siblings of \"\(key)\" are not in strictly increasing dot order")
+                    throw .malformed(.nonCanonical, "siblings of \"\(key)\" are not in strictly increasing dot order")
                 }
                 guard context.contains(siblings[index].dot) else {
-                    throw .malformed("sibling \(siblings[index].dot) of \"\(key)\" is not covered by the context \(context)")
+                    throw .malformed(.notCovered, "sibling \(siblings[index].dot) of \"\(key)\" is not covered by the context \(context)")
                 }
             }
         }

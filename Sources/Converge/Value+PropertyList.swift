@@ -108,7 +108,7 @@ extension Value {
             let data = try encoder.encode(instance)
             object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
         } catch {
-            throw .malformed("cannot encode \(T.self) as a property list: \(error)")
+            throw .malformed(.typeMismatch, "cannot encode \(T.self) as a property list: \(error)")
         }
         try self.init(propertyList: object)
     }
@@ -121,7 +121,7 @@ extension Value {
             let data = try PropertyListSerialization.data(fromPropertyList: propertyListObject, format: .binary, options: 0)
             return try PropertyListDecoder().decode(T.self, from: data)
         } catch {
-            throw .malformed("cannot decode \(T.self) from \(self): \(error)")
+            throw .malformed(.typeMismatch, "cannot decode \(T.self) from \(self): \(error)")
         }
     }
 }

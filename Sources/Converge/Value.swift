@@ -146,7 +146,7 @@ extension Value {
     private static func decode(from reader: inout BinaryReader, depth: Int) throws(ConvergeError) -> Value {
         let start = reader.offset
         let byte = try reader.readByte()
-        guard let tag = Tag(rawValue: byte) else { throw .malformed("unknown value tag \(byte) at byte \(start)") }
+        guard let tag = Tag(rawValue: byte) else { throw .malformed(.unknownTag, "unknown value tag \(byte)", at: start) }
         switch tag {
         case .string:
             return .string(try reader.readString())
@@ -183,9 +183,9 @@ extension Value {
                 let keyOffset = reader.offset
                 let key = try reader.readString()
                 if let previousKey, !previousKey.utf8.lexicographicallyPrecedes(key.utf8) {
-                    throw .malformed("dictionary keys not in strictly increasing byte order at byte \(keyOffset)")
+                    throw .malformed(.nonCanonical, "dictionary keys not in strictly increasing byte order", at: keyOffset)
                 }
-                guard members[key] == nil else { throw .malformed("duplicate dictionary key at byte \(keyOffset)") }
+                guard members[key] == nil else { throw .malformed(.nonCanonical, "duplicate dictionary key", at: keyOffset) }
                 members[key] = try decode(from: &reader, depth: depth + 1)
                 previousKey = key
             }

@@ -2,7 +2,7 @@ import CSQLite
 import Converge
 
 /// A thin wrapper over one SQLite connection: statements with bound parameters, and
-/// every failure turned into a ``ConvergeError/storage(_:)`` that names the file.
+/// every failure turned into a ``ConvergeError/storage(_:)`` with its kind and the file.
 final class SQLiteConnection {
     let path: String
     fileprivate var handle: OpaquePointer?
@@ -20,29 +20,46 @@ final class SQLiteConnection {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close(db)
             handle = nil
-            throw Self.error(code: code, message: message, path: path, doing: "open")
+            throw Self.error(code: code, message: message, path: path, doing: .open)
         }
         sqlite3_busy_timeout(db, 5_000)
     }
 
     deinit { sqlite3_close(handle) }
 
-    static func error(code: Int32, message: String, path: String, doing action: String) -> ConvergeError {
+    /// The failure SQLite's result `code` describes (its primary code decides the kind, as
+    /// GRDB's `ResultCode` does), naming the file and what was being done.
+    static func error(code: Int32, message: String, path: String, doing operation: StorageFailure.Operation) -> ConvergeError {
+        .storage(StorageFailure(kind: kind(ofResultCode: code), path: path, operation: operation,
+                                detail: detail(ofResultCode: code, message: message)))
+    }
+
+    /// The kind of failure of an SQLite result code (primary or extended).
+    static func kind(ofResultCode code: Int32) -> StorageFailure.Kind {
         switch code & 0xFF {
-        case SQLITE_FULL: return .storage("cannot \(action) \(path): the disk is full")
-        case SQLITE_READONLY: return .storage("cannot \(action) \(path): the file or its folder is read-only")
-        case SQLITE_CANTOPEN: return .storage("cannot \(action) \(path): cannot open the file (missing folder or no permission)")
-        case SQLITE_PERM, SQLITE_AUTH: return .storage("cannot \(action) \(path): permission denied")
-        case SQLITE_NOTADB: return .storage("cannot \(action) \(path): not a Converge store (not an SQLite database)")
-        case SQLITE_CORRUPT: return .storage("cannot \(action) \(path): the database is corrupt (\(message))")
-        case SQLITE_IOERR: return .storage("cannot \(action) \(path): I/O error (\(message))")
-        case SQLITE_BUSY, SQLITE_LOCKED: return .storage("cannot \(action) \(path): the database is locked by another process")
-        default: return .storage("cannot \(action) \(path): \(message) (SQLite error \(code))")
+        case SQLITE_FULL: return .diskFull
+        case SQLITE_READONLY: return .readOnly
+        case SQLITE_CANTOPEN: return .cannotOpen
+        case SQLITE_PERM, SQLITE_AUTH: return .permissionDenied
+        case SQLITE_NOTADB: return .notADatabase
+        case SQLITE_CORRUPT: return .corrupt
+        case SQLITE_IOERR: return .ioError
+        case SQLITE_BUSY, SQLITE_LOCKED: return .locked
+        default: return .other
         }
     }
 
-    func fail(_ code: Int32, doing action: String) -> ConvergeError {
-        Self.error(code: code, message: String(cString: sqlite3_errmsg(handle)), path: path, doing: action)
+    /// What of SQLite's message adds to the kind: nothing for the kinds that say it all.
+    private static func detail(ofResultCode code: Int32, message: String) -> String? {
+        switch kind(ofResultCode: code) {
+        case .diskFull, .readOnly, .cannotOpen, .permissionDenied, .notADatabase, .locked: return nil
+        case .corrupt, .ioError: return message
+        default: return "\(message) (SQLite error \(code))"
+        }
+    }
+
+    func fail(_ code: Int32, doing operation: StorageFailure.Operation) -> ConvergeError {
+        Self.error(code: code, message: String(cString: sqlite3_errmsg(handle)), path: path, doing: operation)
     }
 
     /// A value to bind or read.
@@ -57,10 +74,10 @@ final class SQLiteConnection {
     /// much cheaper than once per row).
     final class Statement {
         let connection: SQLiteConnection
-        let action: String
+        let action: StorageFailure.Operation
         fileprivate var handle: OpaquePointer?
 
-        fileprivate init(connection: SQLiteConnection, sql: String, action: String) throws(ConvergeError) {
+        fileprivate init(connection: SQLiteConnection, sql: String, action: StorageFailure.Operation) throws(ConvergeError) {
             self.connection = connection
             self.action = action
             let prepared = sqlite3_prepare_v2(connection.handle, sql, -1, &handle, nil)
@@ -113,13 +130,13 @@ final class SQLiteConnection {
         }
     }
 
-    func prepare(_ sql: String, doing action: String = "write") throws(ConvergeError) -> Statement {
+    func prepare(_ sql: String, doing action: StorageFailure.Operation = .write) throws(ConvergeError) -> Statement {
         try Statement(connection: self, sql: sql, action: action)
     }
 
     /// Runs `sql` with `parameters`, returning every row.
     @discardableResult
-    func execute(_ sql: String, _ parameters: [Column] = [], doing action: String = "write") throws(ConvergeError) -> [[Column]] {
+    func execute(_ sql: String, _ parameters: [Column] = [], doing action: StorageFailure.Operation = .write) throws(ConvergeError) -> [[Column]] {
         try prepare(sql, doing: action).run(parameters)
     }
 

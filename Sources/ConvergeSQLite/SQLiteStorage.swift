@@ -31,27 +31,32 @@ public final class SQLiteStorage: Storage {
 
     /// Opens (or creates) the store file at `path`.
     ///
-    /// - Throws: ``ConvergeError/storage(_:)`` naming `path` if the file cannot be opened
-    ///   or created, is not a Converge store, is corrupt or truncated, or was written by a
-    ///   newer version. Nothing is changed in that case.
+    /// - Throws: ``ConvergeError/storage(_:)`` naming `path`, with the kind of failure:
+    ///   `.cannotOpen`, `.permissionDenied` or `.readOnly` if the file cannot be opened or
+    ///   created; `.notADatabase` or `.foreignStore` if it is not a Converge store;
+    ///   `.corrupt` if it is damaged or truncated; `.newerSchema` if a newer version of
+    ///   Converge wrote it; `.locked` if another process holds it. Nothing is changed then.
     public init(path: String) throws(ConvergeError) {
         self.path = path
         try Self.checkHeader(path)
         let connection = try SQLiteConnection(path: path)
         // Identify before changing anything: a foreign database must stay untouched.
-        let applicationID = try connection.execute("PRAGMA application_id", doing: "read").first?.first?.integer ?? 0
-        let objects = try connection.execute("SELECT count(*) FROM sqlite_master", doing: "read").first?.first?.integer ?? 0
+        let applicationID = try connection.execute("PRAGMA application_id", doing: .read).first?.first?.integer ?? 0
+        let objects = try connection.execute("SELECT count(*) FROM sqlite_master", doing: .read).first?.first?.integer ?? 0
         if applicationID != Self.applicationID && (applicationID != 0 || objects != 0) {
-            throw .storage("cannot open \(path): not a Converge store (another program's SQLite database)")
+            throw .storage(.foreignStore, path: path, operation: .open)
         }
-        let check = try connection.execute("PRAGMA quick_check", doing: "check").first?.first?.text ?? "?"
-        guard check == "ok" else { throw .storage("cannot open \(path): the database is corrupt (\(check))") }
-        let version = try connection.execute("PRAGMA user_version", doing: "read").first?.first?.integer ?? 0
+        let check = try connection.execute("PRAGMA quick_check", doing: .check).first?.first?.text ?? "?"
+        guard check == "ok" else { throw .storage(.corrupt, path: path, operation: .open, detail: check) }
+        let version = try connection.execute("PRAGMA user_version", doing: .read).first?.first?.integer ?? 0
         guard version <= Self.schemaVersion else {
-            throw .storage("cannot open \(path): written by a newer version of Converge (schema \(version), this one reads up to \(Self.schemaVersion))")
+            throw .storage(.newerSchema, path: path, operation: .open,
+                           detail: "schema \(version), this one reads up to \(Self.schemaVersion)")
         }
-        let mode = try connection.execute("PRAGMA journal_mode=WAL", doing: "open").first?.first?.text ?? ""
-        guard mode.lowercased() == "wal" else { throw .storage("cannot open \(path): the WAL journal could not be enabled (\(mode))") }
+        let mode = try connection.execute("PRAGMA journal_mode=WAL", doing: .open).first?.first?.text ?? ""
+        guard mode.lowercased() == "wal" else {
+            throw .storage(.unsupported, path: path, operation: .open, detail: "the WAL journal could not be enabled: \(mode)")
+        }
         try connection.execute("PRAGMA synchronous=FULL")
         if version < Self.schemaVersion {
             try connection.transaction { () throws(ConvergeError) in
@@ -70,7 +75,7 @@ public final class SQLiteStorage: Storage {
     /// folder, created if needed.
     public static func defaultPath(forName name: String) throws(ConvergeError) -> String {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
-            throw .storage("invalid store name \"\(name)\": use a plain file name")
+            throw .storage(.invalidName, path: name, operation: .open, detail: "use a name without \"/\"")
         }
         let base: URL
         #if os(Linux)
@@ -81,13 +86,13 @@ public final class SQLiteStorage: Storage {
         }
         #else
         guard let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first else {
-            throw .storage("no application-support folder")
+            throw .storage(.cannotOpen, path: "Application Support", operation: .create, detail: "no application-support folder")
         }
         base = support
         #endif
         let folder = base.appendingPathComponent("Converge")
         do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
-            throw .storage("cannot create \(folder.path): \(error.localizedDescription)")
+            throw .storage(StorageFailure.Kind(error), path: folder.path, operation: .create, detail: error.localizedDescription)
         }
         return folder.appendingPathComponent(name + ".sqlite").path
     }
@@ -100,14 +105,15 @@ public final class SQLiteStorage: Storage {
         let header = (try? handle.read(upToCount: 100)) ?? Data()
         if header.isEmpty { return }  // an empty file is a new database
         guard header.count == 100, header.prefix(16) == Data("SQLite format 3\0".utf8) else {
-            throw .storage("cannot open \(path): not a Converge store (not an SQLite database)")
+            throw .storage(.notADatabase, path: path, operation: .open)
         }
         let pageSize = Int(header[16]) << 8 | Int(header[17])
         let pages = Int(header[28]) << 24 | Int(header[29]) << 16 | Int(header[30]) << 8 | Int(header[31])
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         let realPageSize = pageSize == 1 ? 65_536 : pageSize
         if pages > 0 && size < pages * realPageSize && !FileManager.default.fileExists(atPath: path + "-wal") {
-            throw .storage("cannot open \(path): the file is truncated (\(size) bytes, the header says \(pages * realPageSize))")
+            throw .storage(.corrupt, path: path, operation: .open,
+                           detail: "the file is truncated: \(size) bytes, the header says \(pages * realPageSize)")
         }
     }
 
@@ -115,7 +121,7 @@ public final class SQLiteStorage: Storage {
 
     public func load() throws(ConvergeError) -> StoredState? {
         try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> StoredState? in
-            let stateRows = try db.execute("SELECT name, value FROM state", doing: "read")
+            let stateRows = try db.execute("SELECT name, value FROM state", doing: .read)
             guard !stateRows.isEmpty else { return nil }
             var context = VersionVector()
             var clock = HybridTimestamp.zero
@@ -133,14 +139,14 @@ public final class SQLiteStorage: Storage {
                 }
             }
             var entries: [String: [Sibling]] = [:]
-            for row in try db.execute("SELECT key, siblings FROM entries", doing: "read") {
+            for row in try db.execute("SELECT key, siblings FROM entries", doing: .read) {
                 guard let key = row[0].text, let bytes = row[1].blob else { throw corrupt("an entry is not text and bytes") }
                 let delta = try decoding("the entry \"\(key)\"") { () throws(ConvergeError) in try ReplicatedMap.Delta(encoded: bytes) }
                 guard delta.entries.count == 1, let siblings = delta.entries[key] else { throw corrupt("the entry \"\(key)\" holds another key") }
                 entries[key] = siblings
             }
             var metadata: [String: [UInt8]] = [:]
-            for row in try db.execute("SELECT name, value FROM metadata", doing: "read") {
+            for row in try db.execute("SELECT name, value FROM metadata", doing: .read) {
                 guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
                 metadata[name] = bytes
             }
@@ -200,12 +206,12 @@ public final class SQLiteStorage: Storage {
     /// Runs SQLite's full integrity check; returns its findings (`["ok"]` when sound).
     public func integrityCheck() throws(ConvergeError) -> [String] {
         try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> [String] in
-            try db.execute("PRAGMA integrity_check", doing: "check").compactMap { $0.first?.text }
+            try db.execute("PRAGMA integrity_check", doing: .check).compactMap { $0.first?.text }
         }
     }
 
     private func corrupt(_ detail: String) -> ConvergeError {
-        .storage("cannot read \(path): the store is corrupt (\(detail))")
+        .storage(.corrupt, path: path, operation: .read, detail: detail)
     }
 
     private func decoding<T>(_ what: String, _ body: () throws(ConvergeError) -> T) throws(ConvergeError) -> T {

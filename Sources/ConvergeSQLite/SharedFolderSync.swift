@@ -99,14 +99,16 @@ public struct SharedFolderSync: Sendable {
             try handle.synchronize()
             try handle.close()
             guard rename(temporary.path, url.path) == 0 else {
-                throw ConvergeError.storage("cannot rename \(temporary.path) to \(url.path): \(String(cString: strerror(errno)))")
+                let code = errno
+                throw ConvergeError.storage(StorageFailure.Kind(posixErrorCode: code), path: url.path, operation: .write,
+                                            detail: "rename from \(temporary.lastPathComponent): \(String(cString: strerror(code)))")
             }
         } catch let error as ConvergeError {
             try? FileManager.default.removeItem(at: temporary)
             throw error
         } catch {
             try? FileManager.default.removeItem(at: temporary)
-            throw .storage("cannot write \(url.path): \(error.localizedDescription)")
+            throw .storage(StorageFailure.Kind(error), path: url.path, operation: .write, detail: error.localizedDescription)
         }
     }
 
@@ -139,9 +141,9 @@ public struct SharedFolderSync: Sendable {
             let path = directory.appendingPathComponent(file.name)
             guard file.sequence == expected else { break }  // a gap: compaction in progress; read the rest next time
             do {
-                guard case .gossip(let gossip) = try decode(path) else { throw ConvergeError.malformed("not a gossip message") }
-                guard gossip.account == account else { throw ConvergeError.malformed("a file of account \(gossip.account) in \(account)'s folder") }
-                guard gossip.sender == replica else { throw ConvergeError.malformed("a file of \(gossip.sender) in \(replica)'s folder") }
+                guard case .gossip(let gossip) = try decode(path) else { throw ConvergeError.malformed(.unexpectedMessage, "not a gossip message") }
+                guard gossip.account == account else { throw ConvergeError.malformed(.unexpectedMessage, "a file of account \(gossip.account) in \(account)'s folder") }
+                guard gossip.sender == replica else { throw ConvergeError.malformed(.unexpectedMessage, "a file of \(gossip.sender) in \(replica)'s folder") }
                 deltas.append(gossip.delta)
             } catch {
                 // A file deleted by compaction while we read is not an error; anything else is.
@@ -161,13 +163,13 @@ public struct SharedFolderSync: Sendable {
     private func contents(of directory: URL) throws(ConvergeError) -> [String] {
         guard FileManager.default.fileExists(atPath: directory.path) else { return [] }
         do { return try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { !$0.hasPrefix(".") } } catch {
-            throw .storage("cannot read \(directory.path): \(error.localizedDescription)")
+            throw .storage(StorageFailure.Kind(error), path: directory.path, operation: .read, detail: error.localizedDescription)
         }
     }
 
     private func createDirectory(_ url: URL) throws(ConvergeError) {
         do { try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true) } catch {
-            throw .storage("cannot create \(url.path): \(error.localizedDescription)")
+            throw .storage(StorageFailure.Kind(error), path: url.path, operation: .create, detail: error.localizedDescription)
         }
     }
 }

@@ -1,5 +1,7 @@
+import CSQLite
 import Converge
-import ConvergeSQLite
+@testable import ConvergeSQLite
+import ConvergeTestSupport
 import Foundation
 import Testing
 
@@ -10,9 +12,10 @@ struct SQLiteStorageTests {
         let garbage = folder.appendingPathComponent("garbage.sqlite").path
         try Data("this is not a database, it is a shopping list\n".utf8).write(to: URL(fileURLWithPath: garbage))
         let before = try Data(contentsOf: URL(fileURLWithPath: garbage))
-        #expect(throws: ConvergeError.storage("cannot open \(garbage): not a Converge store (not an SQLite database)")) {
+        #expect(throws: ConvergeError.storage(StorageFailure(kind: .notADatabase, path: garbage, operation: .open))) {
             try SQLiteStorage(path: garbage)
         }
+        #expect(storageFailure { try SQLiteStorage(path: garbage) }?.description == "cannot open \(garbage): not a Converge store (not a database file)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: garbage)) == before)
 
         // Another program's SQLite database.
@@ -24,7 +27,7 @@ struct SQLiteStorageTests {
         process.waitUntilExit()
         try #require(process.terminationStatus == 0)
         let foreignBytes = try Data(contentsOf: URL(fileURLWithPath: foreign))
-        #expect(throws: ConvergeError.storage("cannot open \(foreign): not a Converge store (another program's SQLite database)")) {
+        #expect(throws: ConvergeError.storage(StorageFailure(kind: .foreignStore, path: foreign, operation: .open))) {
             try SQLiteStorage(path: foreign)
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: foreign)) == foreignBytes)
@@ -44,14 +47,15 @@ struct SQLiteStorageTests {
         let full = try Data(contentsOf: URL(fileURLWithPath: path))
         let truncated = folder.appendingPathComponent("truncated.sqlite").path
         try full.prefix(full.count / 2).write(to: URL(fileURLWithPath: truncated))
-        #expect(throws: ConvergeError.self) { try SQLiteStorage(path: truncated).load() }
+        let failure = storageFailure { try SQLiteStorage(path: truncated).load() }
+        #expect(failure?.kind == .corrupt && failure?.path == truncated, "\(String(describing: failure))")
 
         // Overwrite a page in the middle with noise.
         var damaged = full
         for index in (full.count / 2)..<(full.count / 2 + 4_096) { damaged[index] = UInt8(truncatingIfNeeded: index &* 31) }
         let corrupt = folder.appendingPathComponent("corrupt.sqlite").path
         try damaged.write(to: URL(fileURLWithPath: corrupt))
-        #expect(throws: ConvergeError.self) { try SQLiteStorage(path: corrupt).load() }
+        #expect(storageFailure { try SQLiteStorage(path: corrupt).load() }?.kind == .corrupt)
         #expect(try Data(contentsOf: URL(fileURLWithPath: corrupt)) == damaged)
     }
 
@@ -61,7 +65,8 @@ struct SQLiteStorageTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
         defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path) }
         let path = folder.appendingPathComponent("store.sqlite").path
-        #expect(throws: ConvergeError.self) { try SQLiteStorage(path: path) }
+        let failure = storageFailure { try SQLiteStorage(path: path) }
+        #expect(failure?.kind == .cannotOpen && failure?.path == path && failure?.operation == .open, "\(String(describing: failure))")
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
@@ -73,15 +78,31 @@ struct SQLiteStorageTests {
         process.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma user_version=99'); c.commit()", path]
         try process.run()
         process.waitUntilExit()
-        #expect(throws: ConvergeError.storage("cannot open \(path): written by a newer version of Converge (schema 99, this one reads up to 1)")) {
-            try SQLiteStorage(path: path)
+        let failure = storageFailure { try SQLiteStorage(path: path) }
+        #expect(failure?.kind == .newerSchema && failure?.path == path)
+        #expect(failure?.description == "cannot open \(path): written by a newer version of Converge (schema 99, this one reads up to 1)")
+    }
+
+    @Test func sqliteResultCodesBecomeKindsYouCanMatch() {
+        let expected: [(Int32, StorageFailure.Kind)] = [
+            (SQLITE_FULL, .diskFull), (SQLITE_READONLY, .readOnly), (SQLITE_READONLY | (1 << 8), .readOnly),
+            (SQLITE_CANTOPEN, .cannotOpen), (SQLITE_PERM, .permissionDenied), (SQLITE_AUTH, .permissionDenied),
+            (SQLITE_NOTADB, .notADatabase), (SQLITE_CORRUPT, .corrupt), (SQLITE_IOERR, .ioError),
+            (SQLITE_IOERR | (3 << 8), .ioError), (SQLITE_BUSY, .locked), (SQLITE_LOCKED, .locked),
+            (SQLITE_MISUSE, .other),
+        ]
+        for (code, kind) in expected {
+            #expect(SQLiteConnection.kind(ofResultCode: code) == kind, "SQLite code \(code)")
         }
+        let error = SQLiteConnection.error(code: SQLITE_IOERR | (3 << 8), message: "disk I/O error", path: "/s.sqlite", doing: .write)
+        #expect(error == .storage(StorageFailure(kind: .ioError, path: "/s.sqlite", operation: .write, detail: "disk I/O error")))
+        #expect("\(error)" == "storage error: cannot write /s.sqlite: I/O error (disk I/O error)")
     }
 
     @Test func theDefaultPathFollowsXDGDataHome() throws {
         let path = try SQLiteStorage.defaultPath(forName: "favourites")
         #expect(path.hasSuffix("/Converge/favourites.sqlite"))
         if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { #expect(path.hasPrefix(xdg)) }
-        #expect(throws: ConvergeError.self) { try SQLiteStorage.defaultPath(forName: "../escape") }
+        #expect(storageFailure { try SQLiteStorage.defaultPath(forName: "../escape") }?.kind == .invalidName)
     }
 }

@@ -1,4 +1,5 @@
 import Converge
+import ConvergeTestSupport
 import Foundation
 import Testing
 
@@ -28,6 +29,8 @@ struct InProcessSyncTests {
         hub.isReachable = false
         phone.set("offline edit", forKey: "note")
         #expect(!phone.synchronize())
+        let error = #expect(throws: ConvergeError.self) { try hub.exchange([]) }
+        #expect(error.map { if case .unreachable = $0 { true } else { false } } == true, "an unreachable hub is not a storage error")
         hub.isReachable = true
         #expect(phone.synchronize() && tablet.synchronize())
         #expect(tablet.string(forKey: "note") == "offline edit")
@@ -145,9 +148,11 @@ struct InProcessSyncTests {
         phone.set(1, forKey: "k")
         #expect(phone.synchronize())
         let before = hub.state()
-        #expect(throws: ConvergeError.self) { try hub.exchange([]) }
-        #expect(throws: ConvergeError.self) { try hub.exchange([0xC7, 9, 1]) }
-        #expect(throws: ConvergeError.self) { try hub.exchange(Array("hello".utf8)) }
+        #expect(malformedProblem { try hub.exchange([]) } == .truncated)
+        #expect(malformedProblem { try hub.exchange([0xC7, 9, 1]) } == .unsupportedVersion)
+        #expect(malformedProblem { try hub.exchange(Array("hello".utf8)) } == .notConverge)
+        let reply = try SyncMessage.upToDate(.default).encoded()
+        #expect(malformedProblem { try hub.exchange(reply) } == .unexpectedMessage)
         #expect(hub.state() == before)
     }
 }

@@ -6,8 +6,9 @@ import Testing
 /// A storage that refuses every write, to show that a failed save changes nothing.
 final class RefusingStorage: Storage {
     func load() throws(ConvergeError) -> StoredState? { nil }
-    func save(_ change: StorageChange) throws(ConvergeError) { throw .storage("disk full (simulated)") }
-    func replaceAll(with state: StoredState) throws(ConvergeError) { throw .storage("disk full (simulated)") }
+    func save(_ change: StorageChange) throws(ConvergeError) { throw .storage(Self.failure) }
+    func replaceAll(with state: StoredState) throws(ConvergeError) { throw .storage(Self.failure) }
+    static let failure = StorageFailure(kind: .diskFull, path: "simulated.db", operation: .write)
 }
 
 /// Collects store events from any thread.
@@ -75,7 +76,8 @@ struct StoreTests {
 
     @Test func aStorageFailureRefusesTheWriteAndChangesNothing() throws {
         let store = try ReplicatedKeyValueStore(replicaID: "phone", storage: RefusingStorage(), clock: clock)
-        #expect(throws: ConvergeError.storage("disk full (simulated)")) { try store.setValue(1, forKey: "k") }
+        #expect(throws: ConvergeError.storage(RefusingStorage.failure)) { try store.setValue(1, forKey: "k") }
+        #expect("\(ConvergeError.storage(RefusingStorage.failure))" == "storage error: cannot write simulated.db: the disk is full")
         #expect(store.value(forKey: "k") == nil)
         #expect(store.replicatedState == ReplicatedMap())
         var remote = ReplicatedMap()

@@ -64,14 +64,22 @@ struct SyncMessageTests {
     }
 
     @Test func unknownVersionsAndOversizedInputAreRefusedClearly() {
-        #expect(throws: ConvergeError.malformed("unsupported message format version 2")) {
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion, detail: "unsupported message format version 2", offset: 1))) {
             try SyncMessage(encoded: [SyncMessage.magic, 2, 1])
         }
-        #expect(throws: ConvergeError.malformed("not a Converge sync message (bad magic byte)")) {
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .notConverge, detail: "not a Converge sync message (bad magic byte)", offset: 0))) {
             try SyncMessage(encoded: [0, 1, 1])
         }
         let huge = [UInt8](repeating: 0, count: SyncMessage.maximumEncodedBytes + 1)
-        #expect(throws: ConvergeError.self) { try SyncMessage(encoded: huge) }
+        #expect(malformedProblem { try SyncMessage(encoded: huge) } == .limitExceeded)
+        // A message cut short says so, and where.
+        let push = try! SyncMessage.push(SyncPush(account: "a", device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()))).encoded()
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .truncated, detail: "unexpected end of input", offset: push.count - 1))) {
+            try SyncMessage(encoded: Array(push.dropLast()))
+        }
+        #expect(malformedProblem { try SyncMessage(encoded: push + [0]) } == .trailingBytes)
+        #expect("\(ConvergeError.malformed(MalformedInput(problem: .truncated, detail: "unexpected end of input", offset: 7)))"
+                == "malformed input: unexpected end of input at byte 7")
     }
 
     @Test func aSteadyStateExchangeIsSmall() throws {

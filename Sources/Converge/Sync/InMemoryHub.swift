@@ -47,18 +47,18 @@ public final class InMemoryHub: Sendable {
 
     /// Handles one encoded push or poll and returns the encoded answer.
     ///
-    /// - Throws: ``ConvergeError/storage(_:)`` if the hub is unreachable;
+    /// - Throws: ``ConvergeError/unreachable(_:)`` if the hub is unreachable;
     ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push or a poll (the hub
     ///   is then unchanged).
     public func exchange(_ request: [UInt8]) throws(ConvergeError) -> [UInt8] {
-        guard isReachable else { throw .storage("the hub is unreachable") }
+        guard isReachable else { throw .unreachable("the in-memory hub (isReachable is false)") }
         let message = try SyncMessage(encoded: request)
         let now = clock.nowMilliseconds()
         let answer = machine.withLock { machine -> SyncMessage? in
             var compensations: [HubCompensation] = []
             return machine.receive(message, nowMilliseconds: now, compensations: &compensations)
         }
-        guard let answer else { throw .malformed("the hub accepts only pushes and polls") }
+        guard let answer else { throw .malformed(.unexpectedMessage, "the hub accepts only pushes and polls") }
         return try answer.encoded()
     }
 

@@ -131,7 +131,7 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeString(account.rawValue)
         }
         guard writer.bytes.count <= Self.maximumEncodedBytes else {
-            throw .malformed("message of \(writer.bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
+            throw .malformed(.limitExceeded, "message of \(writer.bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
         }
         return writer.bytes
     }
@@ -141,14 +141,14 @@ public enum SyncMessage: Hashable, Sendable {
     /// - Throws: ``ConvergeError/malformed(_:)`` or ``ConvergeError/invalidValue(_:)``.
     public init(encoded bytes: [UInt8], limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
         guard bytes.count <= Self.maximumEncodedBytes else {
-            throw .malformed("message of \(bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
+            throw .malformed(.limitExceeded, "message of \(bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
         }
         var reader = BinaryReader(bytes)
-        guard try reader.readByte() == Self.magic else { throw .malformed("not a Converge sync message (bad magic byte)") }
+        guard try reader.readByte() == Self.magic else { throw .malformed(.notConverge, "not a Converge sync message (bad magic byte)", at: 0) }
         let version = try reader.readByte()
-        guard version == Self.formatVersion else { throw .malformed("unsupported message format version \(version)") }
+        guard version == Self.formatVersion else { throw .malformed(.unsupportedVersion, "unsupported message format version \(version)", at: 1) }
         let tagByte = try reader.readByte()
-        guard let tag = TypeTag(rawValue: tagByte) else { throw .malformed("unknown message type \(tagByte)") }
+        guard let tag = TypeTag(rawValue: tagByte) else { throw .malformed(.unknownTag, "unknown message type \(tagByte)", at: 2) }
         let account = try Self.readAccount(&reader)
         switch tag {
         case .push:
@@ -162,12 +162,12 @@ public enum SyncMessage: Hashable, Sendable {
         case .gossip:
             let sender = try Self.readReplica(&reader)
             let flag = try reader.readByte()
-            guard flag <= 1 else { throw .malformed("invalid reply flag \(flag)") }
+            guard flag <= 1 else { throw .malformed(.unknownTag, "invalid reply flag \(flag)", at: reader.offset - 1) }
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
         case .reply:
             let kindByte = try reader.readByte()
-            guard let kind = SyncReply.Kind(rawValue: kindByte) else { throw .malformed("unknown reply kind \(kindByte)") }
+            guard let kind = SyncReply.Kind(rawValue: kindByte) else { throw .malformed(.unknownTag, "unknown reply kind \(kindByte)", at: reader.offset - 1) }
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             let frontier = try VersionVector(from: &reader, limits: limits)
             let count = try reader.readCount(limit: limits.maximumKeys)
@@ -182,7 +182,7 @@ public enum SyncMessage: Hashable, Sendable {
     private static func readReplica(_ reader: inout BinaryReader) throws(ConvergeError) -> ReplicaID {
         let at = reader.offset
         guard let replica = ReplicaID(try reader.readString(limit: ReplicaID.maximumLengthBytes)) else {
-            throw .malformed("invalid replica ID at byte \(at)")
+            throw .malformed(.invalidIdentifier, "invalid replica ID", at: at)
         }
         return replica
     }
@@ -190,7 +190,7 @@ public enum SyncMessage: Hashable, Sendable {
     private static func readAccount(_ reader: inout BinaryReader) throws(ConvergeError) -> AccountID {
         let at = reader.offset
         guard let account = AccountID(try reader.readString(limit: AccountID.maximumLengthBytes)) else {
-            throw .malformed("invalid account ID at byte \(at)")
+            throw .malformed(.invalidIdentifier, "invalid account ID", at: at)
         }
         return account
     }
