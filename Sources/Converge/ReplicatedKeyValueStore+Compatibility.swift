@@ -130,14 +130,21 @@ extension ReplicatedKeyValueStore {
     }
 
     /// Makes local writes durable and, for a store attached to a hub, exchanges changes
-    /// with it before returning.
+    /// with it.
     ///
-    /// - Returns: `true` if everything succeeded; `false` if the hub was unreachable (the
-    ///   next call retries; no write is lost).
+    /// Local writes are durable as soon as `set` returns, so only syncing remains. With a
+    /// transport that answers at once (an ``InMemoryHub``) the exchange happens before this
+    /// returns. With any other transport (a network) this schedules a ``sync()`` in the
+    /// background and returns at once, as Apple's store only tells iCloud that changes are
+    /// ready; a sync already scheduled and not yet started is not scheduled twice. Call
+    /// `try await sync()` to wait for an exchange and see its error.
+    ///
+    /// - Returns: `true` if everything succeeded; `false` if the exchange failed (the hub
+    ///   was unreachable) or, for a transport that cannot answer at once, if the last
+    ///   scheduled sync failed. The next call retries; no write is lost.
     @discardableResult
     public func synchronize() -> Bool {
-        // Local writes are durable when `set` returns; only syncing remains.
-        syncAgent?.synchronize(self) ?? true
+        synchronizeThroughTransport()
     }
 
     /// The same events as `didChangeExternallyNotification`, for Swift concurrency.

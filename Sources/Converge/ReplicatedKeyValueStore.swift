@@ -5,8 +5,9 @@ import Synchronization
 /// and CRDT merging that never loses a write silently.
 ///
 /// A store is one replica. Local writes are checked against the ``quota``, recorded in
-/// ``storage`` and applied at once; other replicas' changes arrive through ``merge(_:)``
-/// (called by a sync transport) and are reported as external changes and conflicts.
+/// ``storage`` and applied at once; other replicas' changes arrive when the store syncs
+/// through its ``SyncTransport`` (``sync()``, or ``synchronize()``), or through
+/// ``merge(_:reason:)``, and are reported as external changes and conflicts.
 ///
 /// The store is a final class, like Apple's, and is `Sendable`: every method may be called
 /// from any thread. State lives behind a mutex; notifications and observers run after it
@@ -23,8 +24,11 @@ public final class ReplicatedKeyValueStore: Sendable {
 
     let state: Mutex<State>
     let observers = Mutex(Observers())
-    /// Set for stores attached to a hub (see the sync layer).
-    let syncAgent: (any SyncAgent)?
+    /// The transport to the hub, for stores created with one (see the sync layer).
+    let transport: (any SyncTransport)?
+    /// The background syncs ``synchronize()`` schedules for transports that cannot answer
+    /// at once.
+    let scheduledSyncs = Mutex(ScheduledSyncs())
 
     struct State: Sendable {
         var map: ReplicatedMap
@@ -33,6 +37,11 @@ public final class ReplicatedKeyValueStore: Sendable {
         var registeredDefaults: [String: Value] = [:]
         var metadata: [String: [UInt8]]
         var account: AccountID
+        /// The device side of the hub protocol: what the hub reported. Volatile: a reopened
+        /// store starts from nothing reported, which only costs a larger first push.
+        var hubMachine: DeviceSyncMachine
+        /// The device side of the mesh topology: what each peer reported.
+        var meshMachine: MeshSyncMachine
     }
 
     struct Observers: Sendable {
@@ -72,23 +81,25 @@ public final class ReplicatedKeyValueStore: Sendable {
         policies: MergePolicies = MergePolicies(),
         clock: any PhysicalClock = SystemClock()
     ) throws(ConvergeError) {
-        try self.init(replicaID: replicaID, storage: storage, quota: quota, policies: policies, clock: clock, syncAgent: nil)
+        try self.init(replicaID: replicaID, storage: storage, quota: quota, policies: policies, clock: clock, transport: nil)
     }
 
     /// - Parameter account: The account of a storage that has never recorded one.
     init(
         replicaID: ReplicaID, storage: any Storage, quota: Quota, policies: MergePolicies,
-        clock: any PhysicalClock, syncAgent: (any SyncAgent)?, account: AccountID = .default
+        clock: any PhysicalClock, transport: (any SyncTransport)?, account: AccountID = .default
     ) throws(ConvergeError) {
         let stored = try storage.load() ?? StoredState()
         self.replicaID = replicaID
         self.quota = quota
         self.storage = storage
         self.physicalClock = clock
-        self.syncAgent = syncAgent
+        self.transport = transport
         let account = stored.metadata[Self.currentAccountKey].flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? account
         state = Mutex(State(map: stored.map, clock: HybridLogicalClock(latest: stored.clock),
-                            policies: policies, metadata: stored.metadata, account: account))
+                            policies: policies, metadata: stored.metadata, account: account,
+                            hubMachine: DeviceSyncMachine(device: replicaID, account: account),
+                            meshMachine: MeshSyncMachine(device: replicaID, account: account)))
     }
 
     // MARK: Local writes
@@ -317,11 +328,4 @@ public final class ReplicatedKeyValueStore: Sendable {
             }
         }
     }
-}
-
-/// What a store attached to a sync transport calls on `synchronize()`; implemented by
-/// the sync layer.
-protocol SyncAgent: Sendable {
-    /// Exchanges changes for `store`; returns whether the exchange succeeded.
-    func synchronize(_ store: ReplicatedKeyValueStore) -> Bool
 }

@@ -36,6 +36,20 @@ struct InProcessSyncTests {
         #expect(tablet.string(forKey: "note") == "offline edit")
     }
 
+    @Test func syncThrowsHubUnreachableAndTheNextSyncDeliversEverything() async throws {
+        let hub = InMemoryHub(clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: hub, clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: hub, clock: clock)
+        hub.isReachable = false
+        phone.set("offline edit", forKey: "note")
+        await #expect(throws: ConvergeError.unreachable("the in-memory hub (isReachable is false)")) { try await phone.sync() }
+        #expect(hub.state().entries.isEmpty)
+        hub.isReachable = true
+        try await phone.sync()
+        try await tablet.sync()
+        #expect(tablet.string(forKey: "note") == "offline edit")
+    }
+
     @Test func concurrentWritesConvergeAndAreReportedAsConflicts() throws {
         let hub = InMemoryHub(clock: clock)
         let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)

@@ -4,6 +4,10 @@
 /// what the hub may lack: never computed from a guessed context. Lost, duplicated and
 /// reordered messages are harmless: deltas are idempotent, and the next push repairs
 /// what a lost one missed.
+///
+/// Inputs: the device's state, from which ``request(from:)`` makes the next request; the
+/// hub's answers, which ``receive(_:)`` turns into ``SyncAction``s that the store carries
+/// out; account switches.
 public struct DeviceSyncMachine: Hashable, Sendable {
     /// This device's replica ID.
     public let device: ReplicaID
@@ -29,6 +33,9 @@ public struct DeviceSyncMachine: Hashable, Sendable {
 
     /// What to send the hub for `state`: a poll when the device holds exactly the context
     /// the hub last reported (nothing new to push), a push otherwise.
+    ///
+    /// - Complexity: O(*n*) in the siblings of `state` for a push, O(*r*) in the replicas
+    ///   of the context for a poll.
     public func request(from state: ReplicatedMap) -> SyncMessage {
         if !hubContext.isEmpty && state.context == hubContext {
             return .poll(SyncPoll(account: account, device: device, contextDigest: hubContext.digest))
@@ -36,9 +43,41 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         return .push(push(from: state))
     }
 
+    /// Takes a message from the hub and returns what the device must do, in order.
+    ///
+    /// A reply of the device's account is applied (key by key, or as a whole state for a
+    /// device returning after retirement), then tombstones below the hub's stable frontier
+    /// are collected, then the keys the hub superseded to keep the quota are reported. An
+    /// up-to-date answer needs nothing. Anything else, and every message of another account
+    /// (the device may have switched while it travelled), is ignored.
+    ///
+    /// - Complexity: O(*r*) in the replicas of the reply's contexts.
+    public mutating func receive(_ message: SyncMessage) -> [SyncAction] {
+        switch message {
+        case .reply(let reply):
+            guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
+            hubContext.formUnion(reply.delta.context)
+            stableFrontier.formUnion(reply.stableFrontier)
+            return Self.actions(for: reply)
+        case .upToDate(let answered):
+            return answered == account ? [] : [.ignore(.otherAccount(answered))]
+        case .push, .poll, .gossip:
+            return [.ignore(.unexpected)]
+        }
+    }
+
+    /// What applying `reply` takes, in order.
+    static func actions(for reply: SyncReply) -> [SyncAction] {
+        var actions: [SyncAction] = [reply.kind == .fullState ? .joinFullState(reply.delta) : .applyDelta(reply.delta)]
+        if !reply.stableFrontier.isEmpty { actions.append(.collectTombstones(below: reply.stableFrontier)) }
+        if !reply.rejectedKeys.isEmpty { actions.append(.reportRejectedKeys(reply.rejectedKeys)) }
+        return actions
+    }
+
     /// Takes a reply from the hub; returns it if the device must apply it, or `nil` for
-    /// a reply of another account (which must never be applied).
-    public mutating func receive(_ reply: SyncReply) -> SyncReply? {
+    /// a reply of another account. For the simulator until it drives stores through
+    /// ``receive(_:)``.
+    package mutating func receive(_ reply: SyncReply) -> SyncReply? {
         guard reply.account == account else { return nil }
         hubContext.formUnion(reply.delta.context)
         stableFrontier.formUnion(reply.stableFrontier)

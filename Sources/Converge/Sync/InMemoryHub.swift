@@ -12,10 +12,13 @@ import Synchronization
 /// _ = tablet.synchronize()   // pulls; posts didChangeExternallyNotification on tablet
 /// ```
 ///
-/// Every exchange goes through the binary wire format, so in-process tests exercise the
-/// same encoding a network transport would. Set ``isReachable`` to `false` to model a
-/// device that is offline: `synchronize()` then returns `false` and changes nothing.
-public final class InMemoryHub: Sendable {
+/// The hub is a ``SyncTransport`` that answers at once, so `synchronize()` exchanges
+/// before it returns and `try await store.sync()` works as with any transport. Every
+/// exchange goes through the binary wire format, so in-process tests exercise the same
+/// encoding a network transport would. Set ``isReachable`` to `false` to model a device
+/// that is offline: `synchronize()` then returns `false`, `sync()` throws
+/// ``ConvergeError/unreachable(_:)``, and nothing changes.
+public final class InMemoryHub: SyncTransport {
     private let machine: Mutex<HubSyncMachine>
     private let reachable = Mutex(true)
     /// The hub's source of time, for retirement and compensating writes.
@@ -45,11 +48,12 @@ public final class InMemoryHub: Sendable {
         set { reachable.withLock { $0 = newValue } }
     }
 
-    /// Handles one encoded push or poll and returns the encoded answer.
+    /// Handles one encoded push or poll and returns the encoded answer, at once.
     ///
-    /// - Throws: ``ConvergeError/unreachable(_:)`` if the hub is unreachable;
-    ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push or a poll (the hub
-    ///   is then unchanged).
+    /// - Throws: ``ConvergeError/unreachable(_:)`` if ``isReachable`` is `false`;
+    ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push or a poll. Either
+    ///   way the hub is unchanged.
+    /// - Complexity: That of ``HubSyncMachine/receive(_:nowMilliseconds:compensations:)``.
     public func exchange(_ request: [UInt8]) throws(ConvergeError) -> [UInt8] {
         guard isReachable else { throw .unreachable("the in-memory hub (isReachable is false)") }
         let message = try SyncMessage(encoded: request)
@@ -60,6 +64,11 @@ public final class InMemoryHub: Sendable {
         }
         guard let answer else { throw .malformed(.unexpectedMessage, "the hub accepts only pushes and polls") }
         return try answer.encoded()
+    }
+
+    /// Answers at once: the same as ``exchange(_:)``.
+    public func exchangeImmediately(_ request: [UInt8]) throws -> [UInt8]? {
+        try exchange(request)
     }
 
     /// Retires devices silent for longer than the retirement interval.
@@ -81,44 +90,5 @@ public final class InMemoryHub: Sendable {
     /// The retired devices of `account`.
     public func retiredMembers(of account: AccountID = .default) -> [ReplicaID] {
         machine.withLock { $0.retiredMembers(of: account) }
-    }
-}
-
-/// A store's link to an ``InMemoryHub``.
-final class HubConnection: SyncAgent {
-    let hub: InMemoryHub
-    let machine: Mutex<DeviceSyncMachine>
-
-    init(hub: InMemoryHub, device: ReplicaID, account: AccountID) {
-        self.hub = hub
-        machine = Mutex(DeviceSyncMachine(device: device, account: account))
-    }
-
-    func synchronize(_ store: ReplicatedKeyValueStore) -> Bool {
-        // The connection's lock serialises exchanges; the store's own lock is never held
-        // while the hub is called.
-        machine.withLock { machine in
-            do {
-                let request = try machine.request(from: store.replicatedState).encoded()
-                switch try SyncMessage(encoded: try hub.exchange(request)) {
-                case .reply(let reply):
-                    guard let accepted = machine.receive(reply) else { return false }
-                    try store.apply(accepted)
-                    return true
-                case .upToDate(let account):
-                    return account == machine.account
-                default:
-                    return false
-                }
-            } catch {
-                return false
-            }
-        }
-    }
-
-    var account: AccountID { machine.withLock { $0.account } }
-
-    func switchAccount(to account: AccountID) {
-        machine.withLock { $0.switchAccount(to: account) }
     }
 }

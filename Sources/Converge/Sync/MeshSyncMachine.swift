@@ -1,22 +1,3 @@
-/// What one device sends another in the mesh topology: its changes since the context the
-/// peer last reported, and (as `delta.context`) its own whole context, which the peer
-/// records as what the sender holds.
-public struct SyncGossip: Hashable, Sendable {
-    public var account: AccountID
-    public var sender: ReplicaID
-    public var delta: ReplicatedMap.Delta
-    /// Whether the receiver should answer with its own changes (the first half of a
-    /// push-pull exchange); an answer never asks for another.
-    public var wantsReply: Bool
-
-    public init(account: AccountID, sender: ReplicaID, delta: ReplicatedMap.Delta, wantsReply: Bool) {
-        self.account = account
-        self.sender = sender
-        self.delta = delta
-        self.wantsReply = wantsReply
-    }
-}
-
 /// One device's side of the mesh topology (devices gossip with each other, no hub), as a
 /// pure state machine.
 ///
@@ -42,15 +23,30 @@ public struct MeshSyncMachine: Hashable, Sendable {
 
     /// The gossip for `peer`: what it lacks of `state`, as far as it has reported.
     ///
+    /// - Parameter wantsReply: Whether `peer` should answer with its own changes.
     /// - Complexity: O(*n*) in the siblings of `state`.
     public func gossip(to peer: ReplicaID, from state: ReplicatedMap, wantsReply: Bool = true) -> SyncGossip {
         SyncGossip(account: account, sender: device, delta: state.delta(for: peerContexts[peer] ?? VersionVector()),
                    wantsReply: wantsReply)
     }
 
+    /// Takes a message from a peer and returns what the device must do, in order: apply
+    /// gossip of its account from another device (recording the sender's context as what
+    /// it holds), then answer the sender if it asked. Anything else is ignored.
+    ///
+    /// - Complexity: O(*r*) in the replicas of the gossip's context.
+    public mutating func receive(_ message: SyncMessage) -> [SyncAction] {
+        guard case .gossip(let gossip) = message else { return [.ignore(.unexpected)] }
+        guard gossip.account == account else { return [.ignore(.otherAccount(gossip.account))] }
+        guard gossip.sender != device else { return [.ignore(.fromSelf)] }
+        peerContexts[gossip.sender, default: VersionVector()].formUnion(gossip.delta.context)
+        return gossip.wantsReply ? [.applyDelta(gossip.delta), .answer(peer: gossip.sender)] : [.applyDelta(gossip.delta)]
+    }
+
     /// Takes gossip from a peer: returns it if the device must apply it, or `nil` for gossip
-    /// of another account or from itself (which must never be applied).
-    public mutating func receive(_ gossip: SyncGossip) -> SyncGossip? {
+    /// of another account or from itself. For the simulator until it drives stores through
+    /// ``receive(_:)``.
+    package mutating func receive(_ gossip: SyncGossip) -> SyncGossip? {
         guard gossip.account == account, gossip.sender != device else { return nil }
         peerContexts[gossip.sender, default: VersionVector()].formUnion(gossip.delta.context)
         return gossip

@@ -1,125 +1,242 @@
-import Foundation
-
+/// Sync: a store attached to a ``SyncTransport`` exchanges changes with a hub through it,
+/// and every transport and topology (the in-process hub, a network, the simulator, the
+/// mesh, the shared folder) goes through the same seam: the store's sync state machines
+/// turn each message into ``SyncAction``s, which the store carries out in one place.
 extension ReplicatedKeyValueStore {
+    // MARK: Creating a synced store
+
+    /// Creates a store kept in memory that syncs through `transport`: ``sync()`` exchanges
+    /// changes with the hub behind it.
+    ///
+    /// - Parameters:
+    ///   - replicaID: This device's replica ID, unique among the hub's devices.
+    ///   - transport: How requests reach the hub.
+    ///   - account: The account whose data the store holds.
+    ///   - quota: The limits of local writes; use the hub's (iCloud's by default).
+    ///   - policies: How reads resolve concurrent siblings.
+    ///   - clock: The physical time source.
+    public convenience init(
+        replicaID: ReplicaID, transport: any SyncTransport, account: AccountID = .default, quota: Quota = .iCloud,
+        policies: MergePolicies = MergePolicies(), clock: any PhysicalClock = SystemClock()
+    ) {
+        // An empty in-memory storage cannot fail to load.
+        try! self.init(replicaID: replicaID, transport: transport, account: account, storage: InMemoryStorage(),
+                       quota: quota, policies: policies, clock: clock)
+    }
+
+    /// Opens a store on `storage` that syncs through `transport`.
+    ///
+    /// Storage that holds another account's domain is switched to `account` (never synced
+    /// as this one); storage that names no account is marked as `account`'s.
+    ///
+    /// - Throws: What the storage's ``Storage/load()`` or ``Storage/save(_:)`` throws.
+    public convenience init(
+        replicaID: ReplicaID, transport: any SyncTransport, account: AccountID = .default, storage: any Storage,
+        quota: Quota = .iCloud, policies: MergePolicies = MergePolicies(), clock: any PhysicalClock = SystemClock()
+    ) throws(ConvergeError) {
+        try self.init(replicaID: replicaID, storage: storage, quota: quota, policies: policies, clock: clock,
+                      transport: transport, account: account)
+        try adopt(account)
+    }
+
     /// Creates a store kept in memory and attached to an in-process hub: its
-    /// ``synchronize()`` pushes local changes to the hub and pulls the others'.
+    /// ``synchronize()`` pushes local changes to the hub and pulls the others', before it
+    /// returns.
     ///
     /// - Parameters:
     ///   - replicaID: This device's replica ID, unique among the hub's devices.
     ///   - hub: The hub to sync with.
     ///   - account: The account whose data the store holds.
     ///   - quota: The limits of local writes; the hub's by default.
+    ///   - policies: How reads resolve concurrent siblings.
+    ///   - clock: The physical time source.
     public convenience init(
         replicaID: ReplicaID, hub: InMemoryHub, account: AccountID = .default, quota: Quota? = nil,
         policies: MergePolicies = MergePolicies(), clock: any PhysicalClock = SystemClock()
     ) {
-        // An empty in-memory storage cannot fail to load.
-        try! self.init(replicaID: replicaID, hub: hub, account: account, storage: InMemoryStorage(),
-                       quota: quota, policies: policies, clock: clock)
+        self.init(replicaID: replicaID, transport: hub, account: account, quota: quota ?? hub.quota, policies: policies, clock: clock)
     }
 
     /// Opens a store on `storage`, attached to an in-process hub.
     ///
-    /// - Throws: What the storage's ``Storage/load()`` throws.
+    /// - Throws: What the storage's ``Storage/load()`` or ``Storage/save(_:)`` throws.
     public convenience init(
         replicaID: ReplicaID, hub: InMemoryHub, account: AccountID = .default, storage: any Storage,
         quota: Quota? = nil, policies: MergePolicies = MergePolicies(), clock: any PhysicalClock = SystemClock()
     ) throws(ConvergeError) {
-        let connection = HubConnection(hub: hub, device: replicaID, account: account)
-        try self.init(replicaID: replicaID, storage: storage, quota: quota ?? hub.quota, policies: policies,
-                      clock: clock, syncAgent: connection, account: account)
-        // Storage that holds another account's domain is switched, never synced as this one;
-        // storage that names no account is marked as this one's, so a later open can tell.
-        if self.account != account {
-            try switchAccount(to: account)
-        } else {
-            try recordAccount()
-        }
+        try self.init(replicaID: replicaID, transport: hub, account: account, storage: storage, quota: quota ?? hub.quota,
+                      policies: policies, clock: clock)
     }
 
-    /// Records the current account in storage, if it is not recorded yet.
-    private func recordAccount() throws(ConvergeError) {
-        try state.withLock { (state: inout State) throws(ConvergeError) in
-            let recorded = Array(state.account.rawValue.utf8)
-            guard state.metadata[Self.currentAccountKey] != recorded else { return }
-            try storage.save(StorageChange(context: state.map.context, clock: state.clock.latest,
-                                           metadata: [Self.currentAccountKey: recorded]))
-            state.metadata[Self.currentAccountKey] = recorded
-        }
-    }
+    // MARK: Syncing
 
-    /// The account this store's synced domain belongs to.
-    public var account: AccountID {
-        state.withLock { $0.account }
-    }
-
-    /// Switches the synced domain to another account's data.
+    /// Exchanges changes with the hub once: pushes what the hub lacks (or polls, when
+    /// nothing is new), and applies the answer before it returns.
     ///
-    /// The current account's data is kept aside locally (so switching back restores it
-    /// without a full download) and the new account's is put in place: what this device
-    /// last had of it, or nothing until the next ``synchronize()``. Observers get an
-    /// ``ChangeReason/accountChange`` with the keys whose visible values changed. No value
-    /// of one account is ever sent to another's hub state.
+    /// Applying the answer posts `didChangeExternallyNotification` for the keys whose
+    /// values changed (`serverChange`, `initialSyncChange` for a device returning after
+    /// retirement, `quotaViolationChange` for writes the hub superseded). Calling it
+    /// concurrently is safe: each call is one exchange, and answers are idempotent. A store
+    /// created without a transport has nothing to exchange: it returns at once.
+    ///
+    /// - Throws: What the transport throws (``ConvergeError/unreachable(_:)`` from an
+    ///   ``InMemoryHub`` that is not reachable), ``ConvergeError/malformed(_:)`` for an
+    ///   answer that is not a valid answer of this store's account, or the storage's error.
+    ///   Nothing is lost: the store is unchanged, and the next call repairs what this one
+    ///   missed.
+    /// - Complexity: O(*n*) in the siblings of the store's state to compute a push, plus
+    ///   the cost of applying the answer.
+    public func sync() async throws {
+        guard let transport else { return }
+        scheduledSyncs.withLock { $0.pending = false }
+        let (request, account) = try hubRequest()
+        let answer = try await transport.exchange(request)
+        try check(try receive(answer), answeringRequestOf: account)
+    }
+
+    /// What ``synchronize()`` does for a store with a transport: exchange before
+    /// returning if the transport can answer at once, or else schedule a ``sync()``.
+    func synchronizeThroughTransport() -> Bool {
+        guard let transport else { return true }
+        do {
+            let (request, account) = try hubRequest()
+            if let answer = try transport.exchangeImmediately(request) {
+                try check(try receive(answer), answeringRequestOf: account)
+                return true
+            }
+        } catch {
+            return false
+        }
+        return scheduleSync()
+    }
+
+    /// Starts a ``sync()`` in the background unless one is already waiting to start.
+    ///
+    /// - Returns: `false` if the last scheduled sync failed (this one retries).
+    private func scheduleSync() -> Bool {
+        let (start, lastFailed) = scheduledSyncs.withLock { syncs in
+            defer { syncs.pending = true }
+            return (!syncs.pending, syncs.lastFailed)
+        }
+        if start {
+            Task {
+                let failed: Bool
+                do { try await sync(); failed = false } catch { failed = true }
+                scheduledSyncs.withLock { $0.lastFailed = failed }
+            }
+        }
+        return !lastFailed
+    }
+
+    /// Throws if an answer the store ignored was not explained by an account switch
+    /// during the exchange.
+    private func check(_ receipt: SyncReceipt, answeringRequestOf account: AccountID) throws(ConvergeError) {
+        switch receipt.ignored {
+        case nil:
+            return
+        case .otherAccount(let answered):
+            // The store switched accounts while the request travelled: the answer is stale, not wrong.
+            guard self.account == account else { return }
+            throw .malformed(.unexpectedMessage, "the hub answered for account \(answered), not \(account)")
+        case .fromSelf, .unexpected:
+            throw .malformed(.unexpectedMessage, "the hub's answer is not a reply")
+        }
+    }
+
+    // MARK: The seam every transport drives
+
+    /// The request for the hub (a push of what it lacks, or a poll), encoded, with the
+    /// account it is for.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the push would exceed
+    ///   ``SyncMessage/maximumEncodedBytes``.
+    package func hubRequest() throws(ConvergeError) -> (bytes: [UInt8], account: AccountID) {
+        let (request, account) = state.withLock { ($0.hubMachine.request(from: $0.map), $0.account) }
+        return (try request.encoded(), account)
+    }
+
+    /// The gossip for `peer` in the mesh topology: what it lacks as far as it reported.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if it would exceed
+    ///   ``SyncMessage/maximumEncodedBytes``.
+    package func gossip(to peer: ReplicaID, wantsReply: Bool = true) throws(ConvergeError) -> [UInt8] {
+        try SyncMessage.gossip(state.withLock { $0.meshMachine.gossip(to: peer, from: $0.map, wantsReply: wantsReply) }).encoded()
+    }
+
+    /// Takes one encoded message from the hub or a peer: the state machine of its topology
+    /// turns it into actions, which ``carryOut(_:in:)`` carries out.
+    ///
+    /// - Returns: What the store did: whether it ignored the message, and the gossip to
+    ///   answer a peer with.
+    /// - Throws: ``ConvergeError/malformed(_:)`` for bytes that are not a sync message, or
+    ///   the storage's error; the store is then unchanged.
+    @discardableResult
+    package func receive(_ bytes: [UInt8]) throws(ConvergeError) -> SyncReceipt {
+        let message = try SyncMessage(encoded: bytes)
+        let (events, receipt) = try state.withLock { (state: inout State) throws(ConvergeError) -> ([StoreEvent], SyncReceipt) in
+            // The machines change only if the actions are carried out.
+            var hubMachine = state.hubMachine
+            var meshMachine = state.meshMachine
+            let actions: [SyncAction]
+            switch message {
+            case .reply, .upToDate: actions = hubMachine.receive(message)
+            case .gossip: actions = meshMachine.receive(message)
+            case .push, .poll: actions = [.ignore(.unexpected)]
+            }
+            let result = try carryOut(actions, in: &state)
+            state.hubMachine = hubMachine
+            state.meshMachine = meshMachine
+            return result
+        }
+        emit(events)
+        return receipt
+    }
+
+    /// Applies a hub's reply as if the store's ``DeviceSyncMachine`` had accepted it. For
+    /// the simulator until it drives stores through ``receive(_:)``.
     ///
     /// - Throws: The storage's error; the store is then unchanged.
-    public func switchAccount(to newAccount: AccountID) throws(ConvergeError) {
-        let connection = syncAgent as? HubConnection
+    package func apply(_ reply: SyncReply) throws(ConvergeError) {
         let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
-            let oldAccount = state.account
-            guard oldAccount != newAccount else { return [] }
-            var metadata = state.metadata
-            metadata[Self.accountCacheKey(oldAccount)] = state.map.encoded()
-            let next = try metadata.removeValue(forKey: Self.accountCacheKey(newAccount)).map { bytes throws(ConvergeError) in
-                try ReplicatedMap(encoded: bytes)
-            } ?? ReplicatedMap()
-            metadata[Self.currentAccountKey] = Array(newAccount.rawValue.utf8)
-            try storage.replaceAll(with: StoredState(map: next, clock: state.clock.latest, metadata: metadata))
-            let previous = state.map
-            state.map = next
-            state.metadata = metadata
-            state.account = newAccount
-            let keys = Set(previous.entries.keys).union(next.entries.keys)
-                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            // Keys that differ between accounts are not conflicts: only the change is reported.
-            let outcome = Self.outcome(changedKeys: keys, before: previous, after: next, policies: state.policies, reason: .accountChange)
-            return outcome.visibleChanges.isEmpty ? [] : [.externalChange(ExternalChange(reason: .accountChange, keys: outcome.visibleChanges))]
+            try carryOut(DeviceSyncMachine.actions(for: reply), in: &state).events
         }
-        connection?.switchAccount(to: newAccount)
         emit(events)
     }
 
-    static let currentAccountKey = "account"
-    static func accountCacheKey(_ account: AccountID) -> String { "account-cache:" + account.rawValue }
+    // MARK: Carrying out actions
 
-    /// Applies a hub's reply: its changes (key by key, or as a whole state for a device
-    /// that returns after retirement), quota compensations, and tombstone collection.
+    /// Carries out a sync state machine's actions, in order, with the lock held: the one
+    /// place that changes a store because of what a hub or a peer sent.
     ///
-    /// Transports other than ``InMemoryHub`` (the simulator, a network) call this with each
-    /// reply their ``DeviceSyncMachine`` accepted.
-    ///
-    /// - Throws: The storage's error; the store is then unchanged.
-    public func apply(_ reply: SyncReply) throws(ConvergeError) {
-        let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
-            var events: [StoreEvent]
-            switch reply.kind {
-            case .delta:
-                events = try mergeLocked(reply.delta, reason: .serverChange, into: &state).events
-            case .fullState:
-                let outcome = try joinLocked(ReplicatedMap(entries: reply.delta.entries, context: reply.delta.context),
+    /// - Returns: The events to emit once the lock is released, and what to tell the caller.
+    /// - Throws: The storage's error. Each action is durable before the next starts, so
+    ///   a failure leaves the store as the actions before it left it.
+    private func carryOut(_ actions: [SyncAction], in state: inout State) throws(ConvergeError) -> (events: [StoreEvent], receipt: SyncReceipt) {
+        var events: [StoreEvent] = []
+        var receipt = SyncReceipt()
+        for action in actions {
+            switch action {
+            case .applyDelta(let delta):
+                events += try mergeLocked(delta, reason: .serverChange, into: &state).events
+            case .joinFullState(let delta):
+                let outcome = try joinLocked(ReplicatedMap(entries: delta.entries, context: delta.context),
                                              reason: .initialSyncChange, into: &state)
-                events = outcome.events
                 if outcome.visibleChanges.isEmpty {
                     // The app is told of the initial sync even when no visible value changed.
-                    events.insert(.externalChange(ExternalChange(reason: .initialSyncChange, keys: [])), at: 0)
+                    events.append(.externalChange(ExternalChange(reason: .initialSyncChange, keys: [])))
                 }
+                events += outcome.events
+            case .collectTombstones(let frontier):
+                try collectTombstonesLocked(below: frontier, in: &state)
+            case .reportRejectedKeys(let keys):
+                events.append(.externalChange(ExternalChange(reason: .quotaViolationChange, keys: keys)))
+            case .answer(let peer):
+                receipt.answer = (peer, .gossip(state.meshMachine.gossip(to: peer, from: state.map, wantsReply: false)))
+            case .ignore(let reason):
+                receipt.ignored = reason
             }
-            try collectTombstonesLocked(below: reply.stableFrontier, in: &state)
-            if !reply.rejectedKeys.isEmpty {
-                events.append(.externalChange(ExternalChange(reason: .quotaViolationChange, keys: reply.rejectedKeys)))
-            }
-            return events
         }
-        emit(events)
+        return (events, receipt)
     }
 
     /// Drops tombstones below a stable frontier, durably, with the lock held.
@@ -131,4 +248,26 @@ extension ReplicatedKeyValueStore {
         try storage.save(StorageChange(entries: entries, context: state.map.context, clock: state.clock.latest))
         state.map.collectTombstones(stableFrontier: frontier)
     }
+}
+
+/// What a store did with one message it received.
+package struct SyncReceipt: Sendable {
+    /// Why the store ignored the message, or `nil` if it carried it out.
+    package var ignored: SyncIgnoredReason?
+    /// The gossip to send `peer` (which asked for an answer), in the mesh topology.
+    package var answer: (peer: ReplicaID, message: SyncMessage)?
+
+    package init(ignored: SyncIgnoredReason? = nil, answer: (peer: ReplicaID, message: SyncMessage)? = nil) {
+        self.ignored = ignored
+        self.answer = answer
+    }
+}
+
+/// The background syncs ``ReplicatedKeyValueStore/synchronize()`` schedules.
+struct ScheduledSyncs: Sendable {
+    /// A sync is scheduled and has not computed its request yet: it will include every
+    /// write made so far, so another is not needed.
+    var pending = false
+    /// The last scheduled sync threw.
+    var lastFailed = false
 }

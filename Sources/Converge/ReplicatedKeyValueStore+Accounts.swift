@@ -1,0 +1,63 @@
+/// Accounts: a store's synced domain belongs to one account, and switching replaces it
+/// with another account's data. No value of one account ever reaches another's replicas.
+extension ReplicatedKeyValueStore {
+    /// The account this store's synced domain belongs to.
+    public var account: AccountID {
+        state.withLock { $0.account }
+    }
+
+    /// Switches the synced domain to another account's data.
+    ///
+    /// The current account's data is kept aside locally (so switching back restores it
+    /// without a full download) and the new account's is put in place: what this device
+    /// last had of it, or nothing until the next sync. The sync state machines forget what
+    /// the old account's hub and peers reported, and an answer of the old account that
+    /// arrives later is ignored. Observers get an ``ChangeReason/accountChange`` with the
+    /// keys whose visible values changed. No value of one account is ever sent to
+    /// another's hub state.
+    ///
+    /// - Throws: The storage's error; the store is then unchanged.
+    /// - Complexity: O(*n*) in the siblings of both accounts' states.
+    public func switchAccount(to newAccount: AccountID) throws(ConvergeError) {
+        let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
+            let oldAccount = state.account
+            guard oldAccount != newAccount else { return [] }
+            var metadata = state.metadata
+            metadata[Self.accountCacheKey(oldAccount)] = state.map.encoded()
+            let next = try metadata.removeValue(forKey: Self.accountCacheKey(newAccount)).map { bytes throws(ConvergeError) in
+                try ReplicatedMap(encoded: bytes)
+            } ?? ReplicatedMap()
+            metadata[Self.currentAccountKey] = Array(newAccount.rawValue.utf8)
+            try storage.replaceAll(with: StoredState(map: next, clock: state.clock.latest, metadata: metadata))
+            let previous = state.map
+            state.map = next
+            state.metadata = metadata
+            state.account = newAccount
+            state.hubMachine.switchAccount(to: newAccount)
+            state.meshMachine.switchAccount(to: newAccount)
+            let keys = Set(previous.entries.keys).union(next.entries.keys)
+                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            // Keys that differ between accounts are not conflicts: only the change is reported.
+            let outcome = Self.outcome(changedKeys: keys, before: previous, after: next, policies: state.policies, reason: .accountChange)
+            return outcome.visibleChanges.isEmpty ? [] : [.externalChange(ExternalChange(reason: .accountChange, keys: outcome.visibleChanges))]
+        }
+        emit(events)
+    }
+
+    /// Puts the store on `account`: switches if its storage holds another account's
+    /// domain (never syncing it as this one), or records `account` in storage that names
+    /// none, so a later open can tell.
+    func adopt(_ account: AccountID) throws(ConvergeError) {
+        if self.account != account { return try switchAccount(to: account) }
+        try state.withLock { (state: inout State) throws(ConvergeError) in
+            let recorded = Array(state.account.rawValue.utf8)
+            guard state.metadata[Self.currentAccountKey] != recorded else { return }
+            try storage.save(StorageChange(context: state.map.context, clock: state.clock.latest,
+                                           metadata: [Self.currentAccountKey: recorded]))
+            state.metadata[Self.currentAccountKey] = recorded
+        }
+    }
+
+    static let currentAccountKey = "account"
+    static func accountCacheKey(_ account: AccountID) -> String { "account-cache:" + account.rawValue }
+}

@@ -1,0 +1,36 @@
+/// What a device must do about one message its sync state machine received.
+///
+/// ``DeviceSyncMachine`` and ``MeshSyncMachine`` turn every input into a list of actions,
+/// in the order they must be carried out (as SwiftNIO's state machines return actions),
+/// so one place, the store, carries them out for every transport and topology.
+public enum SyncAction: Hashable, Sendable {
+    /// Join these changes key by key and report the keys whose visible values changed as
+    /// ``ChangeReason/serverChange``.
+    case applyDelta(ReplicatedMap.Delta)
+    /// Join this whole state of the hub, dropping every sibling it has seen and no longer
+    /// has (the device returns after retirement), and report
+    /// ``ChangeReason/initialSyncChange``, even if no visible value changed.
+    case joinFullState(ReplicatedMap.Delta)
+    /// Drop the tombstones this stable frontier covers.
+    case collectTombstones(below: VersionVector)
+    /// Report these keys as ``ChangeReason/quotaViolationChange``: the hub superseded this
+    /// device's writes of them with compensating writes to keep the quota.
+    case reportRejectedKeys([String])
+    /// Answer `peer` with the gossip it lacks (the second half of a push-pull exchange),
+    /// computed after the actions before this one.
+    case answer(peer: ReplicaID)
+    /// Do nothing: the message must not be applied.
+    case ignore(SyncIgnoredReason)
+}
+
+/// Why a sync state machine ignored a message.
+public enum SyncIgnoredReason: Hashable, Sendable {
+    /// The message belongs to another account than the device's (it may have switched
+    /// while the message travelled); applying it would leak that account's data.
+    case otherAccount(AccountID)
+    /// Gossip the device sent itself.
+    case fromSelf
+    /// A message this side of the protocol never receives (a push at a device, a reply
+    /// in the mesh).
+    case unexpected
+}
