@@ -1,4 +1,4 @@
-import Converge
+@_spi(Testing) import Converge  // the broken hub variants
 import Foundation
 
 /// Everything a run needs: the resolved options, the plan (operations and faults), where

@@ -40,6 +40,11 @@ public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
     public static let keys = ["a", "b", "c", "d", "e", "f", "ghijk"]
     public static let retirementIntervalMilliseconds: UInt64 = 15
 
+    public init(deviceCount: Int, operations: [SyncOperation]) {
+        self.deviceCount = deviceCount
+        self.operations = operations
+    }
+
     public static func generate(using generator: inout Xoshiro256StarStar, devices: ClosedRange<Int> = 2...8,
                                 maximumOperations: Int = 80, accounts: Bool = true) -> SyncHistory {
         let count = generator.next(in: devices)
@@ -70,18 +75,21 @@ public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// Runs a ``SyncHistory`` through the real device and hub state machines (or, in the mesh
-/// topology, the real gossip machines), checking the invariants after every step.
+/// Runs a ``SyncHistory`` on real ``ReplicatedKeyValueStore``s (on in-memory storage)
+/// through the sync seam every transport uses: a device's requests and gossip come from
+/// its store, and every answer is carried out by its store, as with any transport. The hub
+/// is the real ``HubSyncMachine``; in the mesh topology the stores gossip with each other.
+/// Invariants are checked after every step.
 public struct SyncRun {
     public struct Device {
-        public var id: ReplicaID
-        public var machine: DeviceSyncMachine
-        public var mesh: MeshSyncMachine
-        public var map = ReplicatedMap()
-        public var clock = HybridLogicalClock()
-        /// The state of the accounts the device is not on (kept locally, as the store does).
-        public var cache: [AccountID: ReplicatedMap] = [:]
-        public var skewMilliseconds: UInt64
+        public let id: ReplicaID
+        public let store: ReplicatedKeyValueStore
+        /// The store's physical clock: the run's time plus the device's skew.
+        let clock: ManualClock
+        public let skewMilliseconds: UInt64
+        /// The accounts the device has been on: it holds data of each (the store keeps the
+        /// accounts it is not on aside).
+        public fileprivate(set) var accounts: Set<AccountID>
     }
 
     /// An accepted local write, for the no-lost-write check.
@@ -97,12 +105,14 @@ public struct SyncRun {
         public var compensated = false
     }
 
+    /// A message in flight, as the bytes a transport would carry.
     enum Message {
-        /// A push or a poll, from `device`.
-        case request(from: Int, SyncMessage)
-        /// A reply or an up-to-date answer.
-        case answer(to: Int, SyncMessage)
-        case gossip(to: Int, SyncGossip)
+        /// A push or a poll, from `device`, to the hub.
+        case request(from: Int, [UInt8])
+        /// A reply or an up-to-date answer, from the hub.
+        case answer(to: Int, [UInt8])
+        /// Gossip between devices.
+        case gossip(to: Int, [UInt8])
     }
 
     public private(set) var devices: [Device]
@@ -122,9 +132,10 @@ public struct SyncRun {
     private var inFlight: [Message] = []
     private var now: UInt64 = 1_000
     private var step = 0
-    /// A broken sender: computes pushes for its own context instead of the hub's report.
+    /// A broken sender: computes pushes (and gossip) for its own context instead of the
+    /// context the hub (or peer) reported.
     private let guessesHubContext: Bool
-    /// A broken device: keeps its data when it switches accounts.
+    /// A broken device: carries its data into the account it switches to.
     private let leaksAcrossAccounts: Bool
     public static let accounts: [AccountID] = ["A", "B"]
 
@@ -134,8 +145,12 @@ public struct SyncRun {
         self.topology = topology
         devices = (0..<history.deviceCount).map { index in
             let id = ReplicaID("d\(index)")!
-            return Device(id: id, machine: DeviceSyncMachine(device: id, account: "A"), mesh: MeshSyncMachine(device: id, account: "A"),
-                          skewMilliseconds: UInt64(index % 3) * 7)
+            let clock = ManualClock(startMilliseconds: 0)
+            // An empty in-memory storage cannot fail to load.
+            let store = try! ReplicatedKeyValueStore(replicaID: id, storage: InMemoryStorage(), quota: SyncHistory.quota,
+                                                     clock: clock)
+            try! store.switchAccount(to: "A")
+            return Device(id: id, store: store, clock: clock, skewMilliseconds: UInt64(index % 3) * 7, accounts: ["A"])
         }
         self.hub = hub
         self.guessesHubContext = guessesHubContext
@@ -145,27 +160,47 @@ public struct SyncRun {
         }
     }
 
-    private func requestMessage(for d: Int) -> Message {
-        let device = devices[d]
+    // MARK: Messages
+
+    private mutating func requestMessage(for d: Int) -> Message {
+        let store = devices[d].store
         if guessesHubContext {
-            return .request(from: d, .push(SyncPush(account: device.machine.account, device: device.id,
-                                                    delta: device.map.delta(for: device.map.context))))
+            let state = store.replicatedState
+            return .request(from: d, encode(.push(SyncPush(account: store.account, device: store.replicaID,
+                                                             delta: state.delta(for: state.context)))))
         }
-        return .request(from: d, device.machine.request(from: device.map))
+        do { return .request(from: d, try store.hubRequest().bytes) } catch {
+            violations.append("step \(step): \(devices[d].id) could not make a request: \(error)")
+            return .request(from: d, [])
+        }
     }
 
-    private func gossip(from d: Int, to peer: Int, wantsReply: Bool) -> SyncGossip {
-        let device = devices[d]
+    private mutating func gossip(from d: Int, to peer: Int) -> Message {
+        let store = devices[d].store
         if guessesHubContext {
-            return SyncGossip(account: device.mesh.account, sender: device.id, delta: device.map.delta(for: device.map.context),
-                              wantsReply: wantsReply)
+            let state = store.replicatedState
+            return .gossip(to: peer, encode(.gossip(SyncGossip(account: store.account, sender: store.replicaID,
+                                                               delta: state.delta(for: state.context), wantsReply: true))))
         }
-        return device.mesh.gossip(to: devices[peer].id, from: device.map, wantsReply: wantsReply)
+        do { return .gossip(to: peer, try store.gossip(to: devices[peer].id)) } catch {
+            violations.append("step \(step): \(devices[d].id) could not make gossip: \(error)")
+            return .gossip(to: peer, [])
+        }
+    }
+
+    private mutating func encode(_ message: SyncMessage) -> [UInt8] {
+        do { return try message.encoded() } catch {
+            violations.append("step \(step): a message could not be encoded: \(error)")
+            return []
+        }
     }
 
     private mutating func deliver(_ message: Message) {
         switch message {
-        case .request(let d, let request):
+        case .request(let d, let bytes):
+            guard let request = try? SyncMessage(encoded: bytes) else {
+                return violations.append("step \(step): the hub got a request that does not decode")
+            }
             var compensations: [HubCompensation] = []
             guard let answer = hub.receive(request, nowMilliseconds: now, compensations: &compensations) else { return }
             self.compensations += compensations.count
@@ -177,38 +212,31 @@ public struct SyncRun {
                     writes[index].compensated = true
                 }
             }
-            inFlight.append(.answer(to: d, answer))
-        case .answer(_, .upToDate):
-            return
-        case .answer(let d, let answer):
-            guard case .reply(let reply) = answer, let accepted = devices[d].machine.receive(reply) else { return }
-            for siblings in accepted.delta.entries.values { for s in siblings { devices[d].clock.observe(s.timestamp) } }
-            switch accepted.kind {
-            case .delta: devices[d].map.apply(accepted.delta)
-            case .fullState: devices[d].map.join(try! ReplicatedMap(entries: accepted.delta.entries, context: accepted.delta.context))
+            inFlight.append(.answer(to: d, encode(answer)))
+        case .answer(let d, let bytes), .gossip(let d, let bytes):
+            let receipt: SyncReceipt
+            do { receipt = try devices[d].store.receive(bytes) } catch {
+                return violations.append("step \(step): \(devices[d].id) could not take a message: \(error)")
             }
-            devices[d].map.collectTombstones(stableFrontier: accepted.stableFrontier)
-        case .gossip(let d, let incoming):
-            guard let accepted = devices[d].mesh.receive(incoming) else { return }
-            for siblings in accepted.delta.entries.values { for s in siblings { devices[d].clock.observe(s.timestamp) } }
-            devices[d].map.apply(accepted.delta)
-            if accepted.wantsReply, let sender = devices.firstIndex(where: { $0.id == accepted.sender }) {
-                inFlight.append(.gossip(to: sender, gossip(from: d, to: sender, wantsReply: false)))
+            if let (peer, answer) = receipt.answer, let sender = devices.firstIndex(where: { $0.id == peer }) {
+                inFlight.append(.gossip(to: sender, encode(answer)))
             }
         }
     }
 
+    // MARK: Operations
+
     public mutating func run(_ operation: SyncOperation) {
         switch operation {
         case .set(let d, let key, let length):
-            let value = Value.string(devices[d].machine.account.rawValue + ":" + String(repeating: "v", count: length))
+            let value = Value.string(devices[d].store.account.rawValue + ":" + String(repeating: "v", count: length))
             write(value, forKey: key, on: d)
         case .remove(let d, let key):
             write(nil, forKey: key, on: d)
         case .push(let d, let peer):
             switch topology {
             case .hub: inFlight.append(requestMessage(for: d))
-            case .mesh: if peer != d { inFlight.append(.gossip(to: peer, gossip(from: d, to: peer, wantsReply: true))) }
+            case .mesh: if peer != d { inFlight.append(gossip(from: d, to: peer)) }
             }
         case .deliver(let m):
             guard !inFlight.isEmpty else { break }
@@ -222,36 +250,42 @@ public struct SyncRun {
         case .tick(let ms):
             now += ms
         case .switchAccount(let d):
-            let next: AccountID = devices[d].machine.account == "A" ? "B" : "A"
+            let next: AccountID = devices[d].store.account == "A" ? "B" : "A"
             switchAccount(d, to: next)
         }
         checkInvariants()
     }
 
     private mutating func write(_ value: Value?, forKey key: String, on d: Int) {
-        guard (try? SyncHistory.quota.check(writing: value, forKey: key, in: devices[d].map)) != nil else { return }
-        let before = devices[d].map.usage
-        defer {
-            // The soft quota: a replica over it accepts no write that grows usage.
-            let after = devices[d].map.usage
-            if !SyncHistory.quota.admits(before) && (after.keyCount > before.keyCount || after.valueBytes > before.valueBytes) {
-                violations.append("step \(step): d\(d) accepted a write that grows usage while over the quota")
-            }
+        let device = devices[d]
+        device.clock.set(milliseconds: now + device.skewMilliseconds)
+        let before = device.store.usage
+        let siblingsBefore = device.store.siblings(forKey: key)
+        // The store checks the quota (and, over it, refuses writes that grow usage).
+        guard (try? device.store.setValue(value, forKey: key)) != nil else { return }
+        // The soft quota: a replica over it accepts no write that grows usage.
+        let after = device.store.usage
+        if !SyncHistory.quota.admits(before) && (after.keyCount > before.keyCount || after.valueBytes > before.valueBytes) {
+            violations.append("step \(step): d\(d) accepted a write that grows usage while over the quota")
         }
-        let stamp = devices[d].clock.tick(nowMilliseconds: now + devices[d].skewMilliseconds)
-        guard let dot = devices[d].map.write(value, forKey: key, replica: devices[d].id, timestamp: stamp) else { return }
-        writes.append(Write(account: devices[d].machine.account, device: d, key: key, dot: dot, value: value, context: devices[d].map.context))
+        guard let written = device.store.siblings(forKey: key).first(where: { $0.dot.replica == device.id && !siblingsBefore.contains($0) })
+        else { return }
+        writes.append(Write(account: device.store.account, device: d, key: key, dot: written.dot, value: value,
+                            context: device.store.replicatedState.context))
     }
 
     private mutating func switchAccount(_ d: Int, to account: AccountID) {
-        let current = devices[d].machine.account
+        let store = devices[d].store
         accountSwitches += 1
-        devices[d].machine.switchAccount(to: account)
-        devices[d].mesh.switchAccount(to: account)
-        guard !leaksAcrossAccounts else { return }
-        devices[d].cache[current] = devices[d].map
-        devices[d].map = devices[d].cache.removeValue(forKey: account) ?? ReplicatedMap()
+        let carried = store.replicatedState
+        do { try store.switchAccount(to: account) } catch {
+            return violations.append("step \(step): \(devices[d].id) could not switch to \(account): \(error)")
+        }
+        devices[d].accounts.insert(account)
+        if leaksAcrossAccounts { _ = try? store.merge(carried.asDelta) }
     }
+
+    // MARK: Checking
 
     private mutating func checkInvariants() {
         for account in Self.accounts {
@@ -264,8 +298,9 @@ public struct SyncRun {
             }
         }
         for device in devices {
-            if let leak = foreignValue(in: device.map, account: device.machine.account) {
-                violations.append("step \(step): \(device.id) on \(device.machine.account) holds \(leak)")
+            let account = device.store.account
+            if let leak = foreignValue(in: device.store.replicatedState, account: account) {
+                violations.append("step \(step): \(device.id) on \(account) holds \(leak)")
             }
         }
     }
@@ -279,14 +314,16 @@ public struct SyncRun {
         return nil
     }
 
+    // MARK: Healing
+
     /// Heals everything: no more loss, every device visits every account it has data of
     /// and exchanges with the hub until nothing changes.
     public mutating func heal() {
         inFlight.removeAll()
         if topology == .mesh { return healMesh() }
         for d in devices.indices {
-            let home = devices[d].machine.account
-            for account in devices[d].cache.keys.sorted() {
+            let home = devices[d].store.account
+            for account in devices[d].accounts.sorted() where account != home {
                 switchAccount(d, to: account)
                 exchange(d)
                 exchange(d)
@@ -302,21 +339,22 @@ public struct SyncRun {
     /// Heals the mesh: for each account, every device with data of it gossips with every
     /// other, push-pull, twice round.
     private mutating func healMesh() {
-        let homes = devices.map(\.machine.account)
+        let homes = devices.map(\.store.account)
         for account in Self.accounts {
-            let holders = devices.indices.filter { devices[$0].machine.account == account || devices[$0].cache[account] != nil }
+            let holders = devices.indices.filter { devices[$0].accounts.contains(account) }
             guard !holders.isEmpty else { continue }
             for d in holders { switchAccount(d, to: account) }
             for _ in 0..<2 {
                 for d in holders {
                     for peer in holders where peer != d {
-                        deliver(.gossip(to: peer, gossip(from: d, to: peer, wantsReply: true)))
+                        deliver(gossip(from: d, to: peer))
                         while let reply = inFlight.popLast() { deliver(reply) }
                     }
                 }
             }
-            meshStates[account] = devices[holders[0]].map
-            for d in holders where devices[d].map != meshStates[account] {
+            let converged = devices[holders[0]].store.replicatedState
+            meshStates[account] = converged
+            for d in holders where devices[d].store.replicatedState != converged {
                 violations.append("after healing, \(devices[d].id) differs from \(devices[holders[0]].id) in \(account)")
             }
         }
@@ -331,20 +369,20 @@ public struct SyncRun {
 
     private mutating func exchange(_ d: Int) {
         deliver(requestMessage(for: d))
-        let reply = inFlight.removeLast()
-        deliver(reply)
+        deliver(inFlight.removeLast())
     }
 
     /// What must hold once healed; `nil` if everything does.
     public func convergenceFailure(policies: [MergePolicy]) -> String? {
         if let violation = violations.first { return violation }
         for device in devices {
-            let hubState = convergedState(of: device.machine.account)
-            if device.map != hubState {
-                return "\(device.id) on \(device.machine.account) has \(device.map.entries.count) keys, ctx \(device.map.context); the hub has \(hubState.entries.count) keys, ctx \(hubState.context)"
+            let state = device.store.replicatedState
+            let hubState = convergedState(of: device.store.account)
+            if state != hubState {
+                return "\(device.id) on \(device.store.account) has \(state.entries.count) keys, ctx \(state.context); the hub has \(hubState.entries.count) keys, ctx \(hubState.context)"
             }
-            if topology == .hub && !SyncHistory.quota.admits(device.map.usage) { return "\(device.id) is over the quota after convergence: \(device.map.usage)" }
-            for policy in policies where visibleValues(of: device.map, policy: policy) != visibleValues(of: hubState, policy: policy) {
+            if topology == .hub && !SyncHistory.quota.admits(state.usage) { return "\(device.id) is over the quota after convergence: \(state.usage)" }
+            for policy in policies where visibleValues(of: state, policy: policy) != visibleValues(of: hubState, policy: policy) {
                 return "\(device.id) reads differently from the hub under \(policy.name)"
             }
         }

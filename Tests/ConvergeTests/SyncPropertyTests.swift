@@ -1,4 +1,4 @@
-@testable import Converge
+@_spi(Testing) @testable import Converge
 import ConvergeSimulation
 import ConvergeTestSupport
 import Testing
@@ -27,6 +27,24 @@ enum SyncProperties {
     }
 }
 
+/// The checker of ``SyncRun`` a failure came from, recognised by its message.
+enum SyncChecker: String {
+    /// A device's state (or visible values) differ from the hub's after healing.
+    case convergence = "; the hub has "
+    /// Two devices of a mesh differ after healing.
+    case meshConvergence = "after healing, "
+    /// A replica of one account holds a value of another.
+    case accountLeak = " holds \""
+}
+
+/// Expects a broken variant to be caught, and by `checker`.
+func expectCaught(_ failure: PropertyFailure?, by checker: SyncChecker, sourceLocation: SourceLocation = #_sourceLocation) {
+    expectCaught(failure, sourceLocation: sourceLocation)
+    guard let failure else { return }
+    #expect(failure.message.contains(checker.rawValue), "caught by another checker than \(checker): \(failure.message)",
+            sourceLocation: sourceLocation)
+}
+
 @Suite("Sync through the hub: convergence, quota, no lost write, accounts")
 struct SyncPropertyTests {
     @Test func hubConverges() {
@@ -34,7 +52,7 @@ struct SyncPropertyTests {
     }
 
     @Test func convergenceCatchesASenderThatGuessesTheHubsContext() {
-        expectCaught(SyncProperties.converges(cases: 300, guessesHubContext: true))
+        expectCaught(SyncProperties.converges(cases: 300, guessesHubContext: true), by: .convergence)
     }
 
     @Test func convergenceCatchesAHubThatCollectsTombstonesBeforeTheyAreStable() {
@@ -42,7 +60,7 @@ struct SyncPropertyTests {
             var hub = SyncProperties.makeHub()
             hub._collectsBeforeStable = true
             return hub
-        }))
+        }), by: .convergence)
     }
 
     @Test func convergenceCatchesAHubThatForgetsCompensatingWrites() {
@@ -50,13 +68,13 @@ struct SyncPropertyTests {
             var hub = SyncProperties.makeHub()
             hub._forgetsCompensatingWrites = true
             return hub
-        }))
+        }), by: .convergence)
     }
 }
 
 extension SyncPropertyTests {
     @Test func convergenceCatchesADeviceThatLeaksDataAcrossAccounts() {
-        expectCaught(SyncProperties.converges(cases: 300, leaksAcrossAccounts: true))
+        expectCaught(SyncProperties.converges(cases: 300, leaksAcrossAccounts: true), by: .accountLeak)
     }
 
     /// The same histories in the mesh topology: devices gossip push-pull with each other;
@@ -66,11 +84,11 @@ extension SyncPropertyTests {
     }
 
     @Test func meshConvergenceCatchesASenderThatGuessesThePeersContext() {
-        expectCaught(SyncProperties.converges(name: "meshConverges", cases: 300, topology: .mesh, guessesHubContext: true))
+        expectCaught(SyncProperties.converges(name: "meshConverges", cases: 300, topology: .mesh, guessesHubContext: true), by: .meshConvergence)
     }
 
     @Test func meshConvergenceCatchesADeviceThatLeaksDataAcrossAccounts() {
-        expectCaught(SyncProperties.converges(name: "meshConverges", cases: 300, topology: .mesh, leaksAcrossAccounts: true))
+        expectCaught(SyncProperties.converges(name: "meshConverges", cases: 300, topology: .mesh, leaksAcrossAccounts: true), by: .accountLeak)
     }
 
     /// The histories reach the interesting cases often enough for the properties to mean

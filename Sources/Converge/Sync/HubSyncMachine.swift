@@ -19,12 +19,12 @@ public struct HubSyncMachine: Sendable {
     public let retirementIntervalMilliseconds: UInt64
     private(set) var accounts: [AccountID: AccountState] = [:]
 
-    // Deliberately broken behaviours, switched on only by the tests that show the
-    // property tests catch them (swift-collections keeps such hooks underscored too).
+    // Deliberately broken behaviours, switched on only by the tests and simulator runs that
+    // show the checkers catch them. Behind `@_spi(Testing)`: an app never sees them.
     /// Drops quota-breaking siblings instead of superseding them with a compensating write.
-    public var _forgetsCompensatingWrites = false
+    @_spi(Testing) public var _forgetsCompensatingWrites = false
     /// Collects below its own context, ignoring what the devices have acknowledged.
-    public var _collectsBeforeStable = false
+    @_spi(Testing) public var _collectsBeforeStable = false
 
     struct AccountState: Sendable {
         var map = ReplicatedMap()
