@@ -1,20 +1,23 @@
 /// Appends the compact binary encodings Converge uses for values, states and messages.
 ///
+/// Package-internal: apps exchange whole encodings (``SyncMessage/encoded()``,
+/// ``ReplicatedMap/encoded()``), never partial ones.
+///
 /// Integers are little-endian; lengths and counters are LEB128 varints; signed integers
 /// are zigzag varints. The writer never fails: limits are checked by whoever builds the
 /// content, and by ``BinaryReader`` on the way in.
-public struct BinaryWriter: Sendable {
+package struct BinaryWriter: Sendable {
     /// The bytes written so far.
-    public private(set) var bytes: [UInt8]
+    package private(set) var bytes: [UInt8]
 
-    public init(reservingCapacity capacity: Int = 64) {
+    package init(reservingCapacity capacity: Int = 64) {
         bytes = []
         bytes.reserveCapacity(capacity)
     }
 
-    public mutating func writeByte(_ byte: UInt8) { bytes.append(byte) }
+    package mutating func writeByte(_ byte: UInt8) { bytes.append(byte) }
 
-    public mutating func writeVarint(_ value: UInt64) {
+    package mutating func writeVarint(_ value: UInt64) {
         var remaining = value
         while remaining >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: remaining) | 0x80)
@@ -23,25 +26,25 @@ public struct BinaryWriter: Sendable {
         bytes.append(UInt8(remaining))
     }
 
-    public mutating func writeZigzag(_ value: Int64) {
+    package mutating func writeZigzag(_ value: Int64) {
         writeVarint(UInt64(bitPattern: (value << 1) ^ (value >> 63)))
     }
 
-    public mutating func writeFixed64(_ value: UInt64) {
+    package mutating func writeFixed64(_ value: UInt64) {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    public mutating func writeBytes<C: Collection>(_ content: C) where C.Element == UInt8 {
+    package mutating func writeBytes<C: Collection>(_ content: C) where C.Element == UInt8 {
         writeVarint(UInt64(content.count))
         bytes.append(contentsOf: content)
     }
 
-    public mutating func writeString(_ text: String) {
+    package mutating func writeString(_ text: String) {
         writeBytes(text.utf8)
     }
 
     /// The number of bytes `value` takes as a varint.
-    public static func varintSize(_ value: UInt64) -> Int {
+    package static func varintSize(_ value: UInt64) -> Int {
         var size = 1
         var remaining = value >> 7
         while remaining != 0 {
@@ -57,28 +60,28 @@ public struct BinaryWriter: Sendable {
 /// Every read is bounds-checked and throws ``ConvergeError/malformed(_:)`` instead of
 /// trapping; a length prefix larger than what remains is rejected before anything is
 /// allocated.
-public struct BinaryReader {
-    @usableFromInline let bytes: [UInt8]
+package struct BinaryReader {
+    let bytes: [UInt8]
     /// The offset of the next byte to read.
-    public private(set) var offset: Int
+    package private(set) var offset: Int
 
-    public init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.bytes = bytes
         offset = 0
     }
 
     /// Whether every byte has been read.
-    public var isAtEnd: Bool { offset == bytes.count }
+    package var isAtEnd: Bool { offset == bytes.count }
     /// How many bytes remain.
-    public var remaining: Int { bytes.count - offset }
+    package var remaining: Int { bytes.count - offset }
 
-    public mutating func readByte() throws(ConvergeError) -> UInt8 {
+    package mutating func readByte() throws(ConvergeError) -> UInt8 {
         guard offset < bytes.count else { throw .malformed(.truncated, "unexpected end of input", at: offset) }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    public mutating func readVarint() throws(ConvergeError) -> UInt64 {
+    package mutating func readVarint() throws(ConvergeError) -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         let start = offset
@@ -95,12 +98,12 @@ public struct BinaryReader {
         }
     }
 
-    public mutating func readZigzag() throws(ConvergeError) -> Int64 {
+    package mutating func readZigzag() throws(ConvergeError) -> Int64 {
         let raw = try readVarint()
         return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
     }
 
-    public mutating func readFixed64() throws(ConvergeError) -> UInt64 {
+    package mutating func readFixed64() throws(ConvergeError) -> UInt64 {
         guard remaining >= 8 else { throw .malformed(.truncated, "unexpected end of input", at: offset) }
         var value: UInt64 = 0
         for index in 0..<8 { value |= UInt64(bytes[offset + index]) << (8 * UInt64(index)) }
@@ -110,7 +113,7 @@ public struct BinaryReader {
 
     /// Reads a count that must not exceed `limit` (and, when each element takes at least
     /// one byte, what remains), so that a forged count cannot make a reader allocate.
-    public mutating func readCount(limit: Int, minimumElementBytes: Int = 1) throws(ConvergeError) -> Int {
+    package mutating func readCount(limit: Int, minimumElementBytes: Int = 1) throws(ConvergeError) -> Int {
         let start = offset
         let raw = try readVarint()
         guard raw <= UInt64(limit) else { throw .malformed(.limitExceeded, "count \(raw) exceeds the limit of \(limit)", at: start) }
@@ -121,13 +124,13 @@ public struct BinaryReader {
         return count
     }
 
-    public mutating func readBytes(limit: Int = .max) throws(ConvergeError) -> ArraySlice<UInt8> {
+    package mutating func readBytes(limit: Int = .max) throws(ConvergeError) -> ArraySlice<UInt8> {
         let count = try readCount(limit: limit)
         defer { offset += count }
         return bytes[offset..<(offset + count)]
     }
 
-    public mutating func readString(limit: Int = .max) throws(ConvergeError) -> String {
+    package mutating func readString(limit: Int = .max) throws(ConvergeError) -> String {
         let start = offset
         let raw = try readBytes(limit: limit)
         guard let text = String(validating: raw, as: UTF8.self) else {
@@ -137,7 +140,7 @@ public struct BinaryReader {
     }
 
     /// Throws unless every byte has been consumed.
-    public func expectEnd() throws(ConvergeError) {
+    package func expectEnd() throws(ConvergeError) {
         guard isAtEnd else { throw .malformed(.trailingBytes, "\(remaining) unexpected trailing bytes", at: offset) }
     }
 }

@@ -42,7 +42,7 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     public static func < (lhs: ReplicaID, rhs: ReplicaID) -> Bool {
-        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+        lhs.rawValue.precedesInUTF8Order(rhs.rawValue)
     }
 
     public var description: String { rawValue }

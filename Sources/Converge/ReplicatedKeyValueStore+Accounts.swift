@@ -28,15 +28,20 @@ extension ReplicatedKeyValueStore {
                 try ReplicatedMap(encoded: bytes)
             } ?? ReplicatedMap()
             metadata[Self.currentAccountKey] = Array(newAccount.rawValue.utf8)
-            try storage.replaceAll(with: StoredState(map: next, clock: state.clock.latest, metadata: metadata))
+            // The cached state was this store's, so its clock has seen every timestamp in it;
+            // observing them again keeps that true even for a cache written elsewhere.
+            var clock = state.clock
+            for siblings in next.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
+            try storage.replaceAll(with: StoredState(map: next, clock: clock.latest, metadata: metadata))
             let previous = state.map
             state.map = next
+            state.clock = clock
             state.metadata = metadata
             state.account = newAccount
             state.hubMachine.switchAccount(to: newAccount)
             state.meshMachine.switchAccount(to: newAccount)
-            let keys = Set(previous.entries.keys).union(next.entries.keys)
-                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            state._checkInvariants()
+            let keys = Set(previous.entries.keys).union(next.entries.keys).sortedByUTF8()
             // Keys that differ between accounts are not conflicts: only the change is reported.
             let outcome = Self.outcome(changedKeys: keys, before: previous, after: next, policies: state.policies, reason: .accountChange)
             return outcome.visibleChanges.isEmpty ? [] : [.externalChange(ExternalChange(reason: .accountChange, keys: outcome.visibleChanges))]

@@ -96,7 +96,11 @@ public final class ReplicatedKeyValueStore: Sendable {
         self.physicalClock = clock
         self.transport = transport
         let account = stored.metadata[Self.currentAccountKey].flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? account
-        state = Mutex(State(map: stored.map, clock: HybridLogicalClock(latest: stored.clock),
+        // The clock never goes back: not behind what was recorded, nor behind any write
+        // the storage holds (a storage written by another tool may have recorded less).
+        var clock = HybridLogicalClock(latest: stored.clock)
+        for siblings in stored.map.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
+        state = Mutex(State(map: stored.map, clock: clock,
                             policies: policies, metadata: stored.metadata, account: account,
                             hubMachine: DeviceSyncMachine(device: replicaID, account: account),
                             meshMachine: MeshSyncMachine(device: replicaID, account: account)))
@@ -122,6 +126,7 @@ public final class ReplicatedKeyValueStore: Sendable {
             try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
             state.map.commitWrite(sibling, forKey: key)
             state.clock = clock
+            state._checkInvariants()
         }
     }
 
@@ -146,6 +151,7 @@ public final class ReplicatedKeyValueStore: Sendable {
             try storage.save(StorageChange(entries: written, context: map.context, clock: clock.latest))
             state.map = map
             state.clock = clock
+            state._checkInvariants()
         }
     }
 
@@ -205,7 +211,7 @@ public final class ReplicatedKeyValueStore: Sendable {
     public var conflictedKeys: [String] {
         state.withLock { state in
             state.map.entries.filter { $0.value.count > 1 }.keys
-                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                .sortedByUTF8()
         }
     }
 
@@ -228,7 +234,9 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// reported as ``Conflict``s.
     ///
     /// - Returns: The keys whose visible values changed, in UTF-8 byte order.
-    /// - Throws: The storage's error; the store is then unchanged.
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed (a sibling
+    ///   its context does not cover, siblings out of order, an empty key), or the
+    ///   storage's error; the store is then unchanged.
     @discardableResult
     public func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason = .serverChange) throws(ConvergeError) -> [String] {
         let outcome = try state.withLock { (state: inout State) throws(ConvergeError) -> MergeOutcome in
@@ -247,6 +255,10 @@ public final class ReplicatedKeyValueStore: Sendable {
 
     /// Merges `delta` with the lock held.
     func mergeLocked(_ delta: ReplicatedMap.Delta, reason: ChangeReason, into state: inout State) throws(ConvergeError) -> MergeOutcome {
+        // A delta built in this process (not decoded, which checks it) could hold siblings its
+        // context does not cover; joined, they would break the state and travel on to every
+        // replica. Refuse it instead.
+        try ReplicatedMap.validate(entries: delta.entries, context: delta.context)
         var next = state.map
         let changed = next.apply(delta)
         return try commitLocked(next, changedKeys: changed, observing: delta.entries, reason: reason, into: &state)
@@ -272,6 +284,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         let previous = state.map
         state.map = next
         state.clock = clock
+        state._checkInvariants()
         return Self.outcome(changedKeys: changedKeys, before: previous, after: next, policies: state.policies, reason: reason)
     }
 

@@ -16,7 +16,7 @@ public struct DecodingLimits: Hashable, Sendable {
 
 extension VersionVector {
     /// Appends the canonical encoding: the replicas in order, each with its counter.
-    public func encode(into writer: inout BinaryWriter) {
+    package func encode(into writer: inout BinaryWriter) {
         let sorted = sortedEntries
         writer.writeVarint(UInt64(sorted.count))
         for entry in sorted {
@@ -29,7 +29,7 @@ extension VersionVector {
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` for invalid or unordered replica IDs,
     ///   zero counters, or more than `limits.maximumReplicas` replicas.
-    public init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+    package init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
         let ordered = try Self.decodeOrdered(from: &reader, limits: limits)
         self.init()
         for entry in ordered { counters[entry.replica] = entry.counter }
@@ -59,13 +59,13 @@ extension ReplicatedMap.Delta {
     /// Appends the canonical encoding: the context, then the keys in UTF-8 byte order,
     /// each with its siblings in dot order. A sibling names its replica by index into the
     /// context, which always covers it.
-    public func encode(into writer: inout BinaryWriter) {
+    package func encode(into writer: inout BinaryWriter) {
         let replicas = context.sortedEntries.map(\.replica)
         var index: [ReplicaID: Int] = [:]
         for (position, replica) in replicas.enumerated() { index[replica] = position }
         context.encode(into: &writer)
         writer.writeVarint(UInt64(entries.count))
-        for key in entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for key in entries.keys.sortedByUTF8() {
             let siblings = entries[key]!
             writer.writeString(key)
             writer.writeVarint(UInt64(siblings.count))
@@ -98,7 +98,7 @@ extension ReplicatedMap.Delta {
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` for anything out of order, out of bounds
     ///   or not covered by the context; ``ConvergeError/invalidValue(_:)`` for bad values.
-    public init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+    package init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
         let replicas = try VersionVector.decodeOrdered(from: &reader, limits: limits)
         var context = VersionVector()
         for entry in replicas { context.raise(entry.replica, to: entry.counter) }
@@ -110,7 +110,7 @@ extension ReplicatedMap.Delta {
             let at = reader.offset
             let key = try reader.readString()
             guard !key.isEmpty else { throw .malformed(.invalidEntry, "empty key", at: at) }
-            if let previousKey, !previousKey.utf8.lexicographicallyPrecedes(key.utf8) {
+            if let previousKey, !previousKey.precedesInUTF8Order(key) {
                 throw .malformed(.nonCanonical, "keys not in strictly increasing byte order", at: at)
             }
             guard entries[key] == nil else { throw .malformed(.nonCanonical, "duplicate key", at: at) }

@@ -15,12 +15,15 @@
 /// The map is I/O-free and deterministic. Merge policies are read views over the siblings
 /// (``MergePolicy``); the map itself never discards a concurrent write.
 public struct ReplicatedMap: Hashable, Sendable {
+    // Settable in the module only, so that its code (and tests, which break a state on
+    // purpose to show `_checkInvariants()` catches it) can reach them.
+
     /// The siblings of every key that has at least one, each array in dot order.
-    public private(set) var entries: [String: [Sibling]]
+    public internal(set) var entries: [String: [Sibling]]
     /// Every write incorporated in this state.
-    public private(set) var context: VersionVector
+    public internal(set) var context: VersionVector
     /// What the live (non-tombstone) siblings count against a quota.
-    public private(set) var usage: QuotaUsage
+    public internal(set) var usage: QuotaUsage
 
     /// The empty state.
     public init() {
@@ -34,7 +37,21 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// - Throws: ``ConvergeError/malformed(_:)`` if a sibling list is empty or out of
     ///   order, or a sibling's dot is not covered by `context`.
     public init(entries: [String: [Sibling]], context: VersionVector) throws(ConvergeError) {
-        for (key, siblings) in entries {
+        try Self.validate(entries: entries, context: context)
+        self.entries = entries
+        self.context = context
+        usage = QuotaUsage()
+        for siblings in entries.values { usage.add(siblings) }
+    }
+
+    /// Checks that `entries` could be the entries of a state with `context` (or of a delta
+    /// sent with it): keys not empty, sibling lists not empty and in dot order, every dot
+    /// covered by `context`.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` naming the first problem in key order.
+    /// - Complexity: O(*n*) in the number of siblings.
+    static func validate(entries: [String: [Sibling]], context: VersionVector) throws(ConvergeError) {
+        func check(_ key: String, _ siblings: [Sibling]) throws(ConvergeError) {
             guard !key.isEmpty else { throw .malformed(.invalidEntry, "empty key") }
             guard !siblings.isEmpty else { throw .malformed(.invalidEntry, "key \"\(key)\" has no siblings") }
             for index in siblings.indices {
@@ -46,10 +63,13 @@ public struct ReplicatedMap: Hashable, Sendable {
                 }
             }
         }
-        self.entries = entries
-        self.context = context
-        usage = QuotaUsage()
-        for siblings in entries.values { usage.add(siblings) }
+        do {
+            for (key, siblings) in entries { try check(key, siblings) }
+        } catch {
+            // Report the first problem in key order, never in Dictionary order, so the
+            // message is the same in every process.
+            for key in entries.keys.sortedByUTF8() { try check(key, entries[key]!) }
+        }
     }
 
     /// The siblings of `key`, in canonical order; empty if the key has none.
@@ -60,7 +80,7 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// The keys with at least one live (non-tombstone) sibling, in UTF-8 byte order.
     public var liveKeys: [String] {
         entries.compactMap { key, siblings in siblings.contains { !$0.isTombstone } ? key : nil }
-            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            .sortedByUTF8()
     }
 
     /// The value a read of `key` returns under `policy`, or `nil` if the key is absent.
@@ -92,20 +112,23 @@ public struct ReplicatedMap: Hashable, Sendable {
     public mutating func write(_ value: Value?, forKey key: String, replica: ReplicaID, timestamp: HybridTimestamp) -> Dot? {
         guard let sibling = plannedWrite(value, forKey: key, replica: replica, timestamp: timestamp) else { return nil }
         commitWrite(sibling, forKey: key)
+        _checkInvariants()
         return sibling.dot
     }
 
     /// The sibling ``write(_:forKey:replica:timestamp:)`` would create, without changing
     /// anything: `nil` for a no-op removal. A store saves it durably, then commits it.
-    public func plannedWrite(_ value: Value?, forKey key: String, replica: ReplicaID, timestamp: HybridTimestamp) -> Sibling? {
+    func plannedWrite(_ value: Value?, forKey key: String, replica: ReplicaID, timestamp: HybridTimestamp) -> Sibling? {
         precondition(!key.isEmpty, "keys must not be empty")
         if value == nil, entries[key]?.allSatisfy(\.isTombstone) ?? true { return nil }
         return Sibling(dot: Dot(replica: replica, counter: context[replica] + 1), timestamp: timestamp, value: value)
     }
 
     /// Applies a sibling from ``plannedWrite(_:forKey:replica:timestamp:)``: it replaces
-    /// every sibling of the key.
-    public mutating func commitWrite(_ sibling: Sibling, forKey key: String) {
+    /// every sibling of the key. It does not check invariants, so that a caller in the
+    /// middle of a multi-step change (a batch, a hub applying a delta key by key) can use
+    /// it; the caller checks once at the end.
+    mutating func commitWrite(_ sibling: Sibling, forKey key: String) {
         context.advance(sibling.dot)
         replaceSiblings(forKey: key, old: entries[key] ?? [], new: [sibling])
     }
@@ -137,7 +160,8 @@ public struct ReplicatedMap: Hashable, Sendable {
             if mergeSiblings(forKey: key, theirs: theirs, theirContext: other.context) { changed.append(key) }
         }
         context.formUnion(other.context)
-        return changed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        _checkInvariants()
+        return changed.sortedByUTF8()
     }
 
     /// The changes a peer whose state incorporates `peerContext` lacks.
@@ -170,22 +194,25 @@ public struct ReplicatedMap: Hashable, Sendable {
             if mergeSiblings(forKey: key, theirs: theirs, theirContext: delta.context) { changed.append(key) }
         }
         context.formUnion(delta.context)
-        return changed.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        _checkInvariants()
+        return changed.sortedByUTF8()
     }
 
     /// Joins one key of a delta without taking the delta's context yet; the caller must
     /// call ``formContextUnion(_:)`` with the same context after its last key. Used by a
-    /// hub that checks the quota key by key.
+    /// hub that checks the quota key by key. In between, the state may hold siblings its
+    /// context does not cover yet, so invariants are checked only by the last step.
     ///
     /// - Returns: Whether the key's siblings changed.
     @discardableResult
-    public mutating func applyEntry(forKey key: String, siblings theirs: [Sibling], senderContext: VersionVector) -> Bool {
+    mutating func applyEntry(forKey key: String, siblings theirs: [Sibling], senderContext: VersionVector) -> Bool {
         mergeSiblings(forKey: key, theirs: theirs, theirContext: senderContext)
     }
 
     /// Joins `other` into this state's context (the last step of applying a delta).
-    public mutating func formContextUnion(_ other: VersionVector) {
+    mutating func formContextUnion(_ other: VersionVector) {
         context.formUnion(other)
+        _checkInvariants()
     }
 
     /// Joins one key's siblings with another replica's; returns whether they changed.
@@ -247,6 +274,7 @@ public struct ReplicatedMap: Hashable, Sendable {
     mutating func replaceEntries(_ changed: [String: [Sibling]], context newContext: VersionVector) {
         for (key, siblings) in changed { replaceSiblings(forKey: key, old: entries[key] ?? [], new: siblings) }
         context = newContext
+        _checkInvariants()
     }
 
     private mutating func replaceSiblings(forKey key: String, old: [Sibling], new: [Sibling]) {
@@ -273,6 +301,7 @@ public struct ReplicatedMap: Hashable, Sendable {
             dropped += entries[key]?.count ?? 0
             entries[key] = nil
         }
+        _checkInvariants()
         return dropped
     }
 
@@ -280,22 +309,7 @@ public struct ReplicatedMap: Hashable, Sendable {
     public func collectableKeys(stableFrontier: VersionVector) -> [String] {
         entries.compactMap { key, siblings in
             siblings.allSatisfy { $0.isTombstone && stableFrontier.contains($0.dot) } ? key : nil
-        }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-    }
-
-    /// Checks every structural invariant; traps on a violation. Meant for tests and
-    /// debug builds.
-    public func checkInvariants() {
-        var live = QuotaUsage()
-        for (key, siblings) in entries {
-            precondition(!siblings.isEmpty, "key \(key) has an empty sibling list")
-            for index in siblings.indices {
-                precondition(context.contains(siblings[index].dot), "sibling \(siblings[index].dot) not covered by context")
-                if index > 0 { precondition(siblings[index - 1].dot < siblings[index].dot, "siblings out of order") }
-            }
-            live.add(siblings)
-        }
-        precondition(live == usage, "usage \(usage) does not match the entries (\(live))")
+        }.sortedByUTF8()
     }
 }
 

@@ -18,11 +18,14 @@ public struct StabilityTracker: Hashable, Sendable {
     /// supersede them anyway).
     public static let maximumCandidates = 64
 
-    private var candidates: [Candidate] = []
-    /// The latest frontier known to be safe for collection. Never shrinks.
-    public private(set) var safeFrontier = VersionVector()
+    // Module-internal rather than private, so that tests can break a tracker on purpose
+    // and show that `_checkInvariants()` catches it.
+    var candidates: [Candidate] = []
 
-    private struct Candidate: Hashable, Sendable {
+    /// The latest frontier known to be safe for collection. Never shrinks.
+    public internal(set) var safeFrontier = VersionVector()
+
+    struct Candidate: Hashable, Sendable {
         var frontier: VersionVector
         var witnessed: VersionVector
     }
@@ -69,6 +72,7 @@ public struct StabilityTracker: Hashable, Sendable {
         }
         // A round that is already quiescent (everyone has everyone's writes) is safe at once.
         if witnessedVector.isDominated(by: minimum) { safeFrontier.formUnion(minimum) }
+        _checkInvariants()
         return safeFrontier
     }
 }

@@ -67,7 +67,7 @@ extension Value {
     }
 
     /// Appends the canonical encoding to `writer`.
-    public func encode(into writer: inout BinaryWriter) {
+    package func encode(into writer: inout BinaryWriter) {
         switch self {
         case .string(let text):
             writer.writeByte(Tag.string.rawValue)
@@ -139,7 +139,7 @@ extension Value {
     }
 
     /// Reads one canonically encoded value from `reader`.
-    public init(from reader: inout BinaryReader) throws(ConvergeError) {
+    package init(from reader: inout BinaryReader) throws(ConvergeError) {
         self = try Self.decode(from: &reader, depth: 0)
     }
 
@@ -182,7 +182,7 @@ extension Value {
             for _ in 0..<count {
                 let keyOffset = reader.offset
                 let key = try reader.readString()
-                if let previousKey, !previousKey.utf8.lexicographicallyPrecedes(key.utf8) {
+                if let previousKey, !previousKey.precedesInUTF8Order(key) {
                     throw .malformed(.nonCanonical, "dictionary keys not in strictly increasing byte order", at: keyOffset)
                 }
                 guard members[key] == nil else { throw .malformed(.nonCanonical, "duplicate dictionary key", at: keyOffset) }
@@ -194,7 +194,7 @@ extension Value {
     }
 
     static func canonicallyOrdered(_ members: [String: Value]) -> [(key: String, value: Value)] {
-        members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        members.sortedByUTF8(\.key)
     }
 }
 

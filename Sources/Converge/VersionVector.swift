@@ -36,6 +36,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     public mutating func increment(_ replica: ReplicaID) -> Dot {
         let next = counters[replica, default: 0] + 1
         counters[replica] = next
+        _checkInvariants()
         return Dot(replica: replica, counter: next)
     }
 
@@ -43,6 +44,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     public mutating func raise(_ replica: ReplicaID, to counter: UInt64) {
         guard counter > 0 else { return }
         counters[replica] = max(counters[replica, default: 0], counter)
+        _checkInvariants()
     }
 
     /// Incorporates `dot`, which must be the next write of its replica (one hash lookup).
@@ -53,6 +55,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         }
         let counter = increment(&counters[dot.replica, default: 0])
         precondition(counter == dot.counter, "a planned write must be committed before any other")
+        _checkInvariants()
     }
 
     /// A 64-bit FNV-1a digest of the canonical encoding: equal contexts have equal
@@ -72,6 +75,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         for (replica, counter) in other.counters where counter > counters[replica, default: 0] {
             counters[replica] = counter
         }
+        _checkInvariants()
     }
 
     /// The pointwise maximum of two contexts.

@@ -176,7 +176,7 @@ public final class SQLiteStorage: Storage {
     private func write(_ change: StorageChange, to db: SQLiteConnection) throws(ConvergeError) {
         let insert = try db.prepare("INSERT OR REPLACE INTO entries (key, siblings) VALUES (?, ?)")
         let delete = try db.prepare("DELETE FROM entries WHERE key = ?")
-        for key in change.entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for key in change.entries.keys.sortedByUTF8() {
             let siblings = change.entries[key]!
             if siblings.isEmpty {
                 try delete.run([.text(key)])

@@ -110,7 +110,7 @@ func openStore(_ options: Options) throws(ToolError) -> ReplicatedKeyValueStore 
 }
 
 func sortedKeys(_ keys: some Sequence<String>) -> [String] {
-    keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    keys.sortedByUTF8()
 }
 
 func run(_ options: Options) throws(ToolError) {

@@ -86,6 +86,22 @@ struct StoreTests {
         #expect(store.replicatedState == ReplicatedMap())
     }
 
+    @Test func aDeltaWhoseContextDoesNotCoverItsSiblingsIsRefused() throws {
+        let store = makeStore()
+        try store.setValue("kept", forKey: "k")
+        let before = store.replicatedState
+        let sibling = Sibling(dot: Dot(replica: "tablet", counter: 3), timestamp: .zero, value: "forged")
+        let forged = ReplicatedMap.Delta(entries: ["k": [sibling]], context: VersionVector(["tablet": 1]))
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .notCovered,
+                                                               detail: "sibling tablet:3 of \"k\" is not covered by the context [tablet:1]"))) {
+            try store.merge(forged)
+        }
+        let unordered = ReplicatedMap.Delta(entries: ["k": [sibling, Sibling(dot: Dot(replica: "tablet", counter: 1), timestamp: .zero, value: "x")]],
+                                            context: VersionVector(["tablet": 3]))
+        #expect(throws: ConvergeError.self) { try store.merge(unordered) }
+        #expect(store.replicatedState == before)
+    }
+
     @Test func aReopenedStoreKeepsItsDataAndItsClockNeverGoesBack() throws {
         let storage = InMemoryStorage()
         let first = try ReplicatedKeyValueStore(replicaID: "phone", storage: storage, clock: clock)

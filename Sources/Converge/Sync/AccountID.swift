@@ -22,7 +22,7 @@ public struct AccountID: Hashable, Comparable, Sendable, CustomStringConvertible
     public static let `default`: AccountID = "default"
 
     public static func < (lhs: AccountID, rhs: AccountID) -> Bool {
-        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+        lhs.rawValue.precedesInUTF8Order(rhs.rawValue)
     }
 
     public var description: String { rawValue }

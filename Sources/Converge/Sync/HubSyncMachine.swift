@@ -17,7 +17,7 @@ public struct HubSyncMachine: Sendable {
     public let policies: MergePolicies
     /// How long a member may stay silent before it is retired.
     public let retirementIntervalMilliseconds: UInt64
-    private(set) var accounts: [AccountID: AccountState] = [:]
+    var accounts: [AccountID: AccountState] = [:]
 
     // Deliberately broken behaviours, switched on only by the tests and simulator runs that
     // show the checkers catch them. Behind `@_spi(Testing)`: an app never sees them.
@@ -100,6 +100,7 @@ public struct HubSyncMachine: Sendable {
         state.members[push.device]!.lastReplyContext = reply.delta.context
         state.members[push.device]!.lastReplyFrontier = frontier
         accounts[push.account] = state
+        _checkInvariants(of: push.account)
         return reply
     }
 
@@ -149,6 +150,7 @@ public struct HubSyncMachine: Sendable {
             }
             _ = collect(&state)
             accounts[account] = state
+            _checkInvariants(of: account)
         }
         return retired
     }
@@ -187,7 +189,7 @@ public struct HubSyncMachine: Sendable {
     private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, account: AccountID, to state: inout AccountState,
                                      nowMilliseconds: UInt64) -> [HubCompensation] {
         var rejected: [HubCompensation] = []
-        for key in delta.entries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for key in delta.entries.keys.sortedByUTF8() {
             let incoming = delta.entries[key]!
             for sibling in incoming { state.clock.observe(sibling.timestamp) }
             let previous = state.map.siblings(forKey: key)
@@ -206,7 +208,10 @@ public struct HubSyncMachine: Sendable {
                 continue
             }
             let stamp = state.clock.tick(nowMilliseconds: nowMilliseconds)
-            state.map.write(restored, forKey: key, replica: hubID, timestamp: stamp)
+            // Not `write`, which checks invariants: the delta's context is not joined yet.
+            if let compensation = state.map.plannedWrite(restored, forKey: key, replica: hubID, timestamp: stamp) {
+                state.map.commitWrite(compensation, forKey: key)
+            }
             state.compensations += 1
             rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), restored: restored))
         }

@@ -65,7 +65,7 @@ public struct SyncPoll: Hashable, Sendable {
 /// A message of the sync protocol, with a versioned compact binary encoding.
 ///
 /// Layout: a magic byte, the format version, a type byte, then the payload (see
-/// ``ReplicatedMap/Delta/encode(into:)`` for deltas). Decoding untrusted bytes never
+/// ``ReplicatedMap/Delta/encoded()`` for deltas). Decoding untrusted bytes never
 /// traps: anything malformed, oversized or of an unknown version throws
 /// ``ConvergeError/malformed(_:)``.
 public enum SyncMessage: Hashable, Sendable {
