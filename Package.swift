@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "Converge", targets: ["Converge"]),
         .library(name: "ConvergeSimulation", targets: ["ConvergeSimulation"]),
         .library(name: "ConvergeSQLite", targets: ["ConvergeSQLite"]),
+        .library(name: "ConvergeSharedFolder", targets: ["ConvergeSharedFolder"]),
         .executable(name: "converge-sim", targets: ["converge-sim"]),
         .executable(name: "converge-bench", targets: ["converge-bench"]),
         .executable(name: "converge", targets: ["converge"]),
@@ -22,7 +23,8 @@ let package = Package(
         .target(name: "ConvergeSimulation", dependencies: ["Converge"]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .target(name: "ConvergeSQLite", dependencies: ["Converge", "CSQLite"]),
-        .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite"]),
+        .target(name: "ConvergeSharedFolder", dependencies: ["Converge"]),
+        .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite", "ConvergeSharedFolder"]),
         .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
         .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite"], path: "Benchmarks/converge-bench"),
         .target(
@@ -35,6 +37,7 @@ let package = Package(
             name: "ConvergeSimulationTests",
             dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim"]
         ),
+        .testTarget(name: "ConvergeSharedFolderTests", dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeTestSupport"]),
         .testTarget(
             name: "ConvergeSQLiteTests",
             dependencies: ["Converge", "ConvergeSQLite", "ConvergeSimulation", "ConvergeTestSupport", "converge"]

@@ -1,5 +1,6 @@
 import Converge
 import ConvergeSQLite
+import ConvergeSharedFolder
 import Foundation
 
 // converge: a real Converge store on disk, in the spirit of macOS `defaults`.

@@ -30,6 +30,30 @@ public struct MeshSyncMachine: Hashable, Sendable {
                    wantsReply: wantsReply)
     }
 
+    /// The gossip for every reader of a broadcast medium, such as a shared folder, where
+    /// this device publishes a sequence of messages that readers apply in order.
+    ///
+    /// A reader of the sequence holds the device's previous message when it reads the next,
+    /// so each message carries what is new since the previous one, as far as the medium
+    /// reports it: `published` is the context of the device's latest message that the
+    /// medium holds, never a guess. With `published` `nil` (the medium holds nothing
+    /// readable of this device, or a new sequence starts) the gossip is the whole state,
+    /// which any reader can apply.
+    ///
+    /// - Parameters:
+    ///   - state: The device's state.
+    ///   - published: The context of the device's latest message in the medium, or `nil`.
+    /// - Returns: The gossip, or `nil` if the medium already holds everything of `state`.
+    /// - Complexity: O(*n*) in the siblings of `state`.
+    public func broadcast(from state: ReplicatedMap, after published: VersionVector?) -> SyncGossip? {
+        guard let published else {
+            return SyncGossip(account: account, sender: device, delta: state.asDelta, wantsReply: false)
+        }
+        // Nothing can be new if the context is: every sibling's dot is in it.
+        guard state.context != published else { return nil }
+        return SyncGossip(account: account, sender: device, delta: state.delta(for: published), wantsReply: false)
+    }
+
     /// Takes a message from a peer and returns what the device must do, in order: apply
     /// gossip of its account from another device (recording the sender's context as what
     /// it holds), then answer the sender if it asked. Anything else is ignored.

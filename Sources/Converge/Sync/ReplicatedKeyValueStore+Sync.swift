@@ -172,7 +172,15 @@ extension ReplicatedKeyValueStore {
     ///   the storage's error; the store is then unchanged.
     @discardableResult
     package func receive(_ bytes: [UInt8]) throws(ConvergeError) -> SyncReceipt {
-        let message = try SyncMessage(encoded: bytes)
+        try receive(try SyncMessage(encoded: bytes))
+    }
+
+    /// Takes one decoded message from the hub or a peer, as the encoded form does, for a
+    /// transport that has decoded it to check where it came from.
+    ///
+    /// - Throws: The storage's error; the store is then unchanged.
+    @discardableResult
+    package func receive(_ message: SyncMessage) throws(ConvergeError) -> SyncReceipt {
         let (events, receipt) = try state.withLock { (state: inout State) throws(ConvergeError) -> ([StoreEvent], SyncReceipt) in
             // The machines change only if the actions are carried out.
             var hubMachine = state.hubMachine
@@ -190,6 +198,15 @@ extension ReplicatedKeyValueStore {
         }
         emit(events)
         return receipt
+    }
+
+    /// The gossip for every reader of a broadcast medium (a shared folder) that holds
+    /// `published`, the context of this store's latest message there; the whole state if
+    /// `nil`. See ``MeshSyncMachine/broadcast(from:after:)``.
+    ///
+    /// - Returns: The gossip, or `nil` if the medium already holds everything.
+    package func broadcast(after published: VersionVector?) -> SyncGossip? {
+        state.withLock { $0.meshMachine.broadcast(from: $0.map, after: published) }
     }
 
     /// Applies a hub's reply as if the store's ``DeviceSyncMachine`` had accepted it. For
@@ -217,7 +234,9 @@ extension ReplicatedKeyValueStore {
         for action in actions {
             switch action {
             case .applyDelta(let delta):
-                events += try mergeLocked(delta, reason: .serverChange, into: &state).events
+                let outcome = try mergeLocked(delta, reason: .serverChange, into: &state)
+                events += outcome.events
+                receipt.changedKeys += outcome.visibleChanges
             case .joinFullState(let delta):
                 let outcome = try joinLocked(ReplicatedMap(entries: delta.entries, context: delta.context),
                                              reason: .initialSyncChange, into: &state)
@@ -226,6 +245,7 @@ extension ReplicatedKeyValueStore {
                     events.append(.externalChange(ExternalChange(reason: .initialSyncChange, keys: [])))
                 }
                 events += outcome.events
+                receipt.changedKeys += outcome.visibleChanges
             case .collectTombstones(let frontier):
                 try collectTombstonesLocked(below: frontier, in: &state)
             case .reportRejectedKeys(let keys):
@@ -256,11 +276,10 @@ package struct SyncReceipt: Sendable {
     package var ignored: SyncIgnoredReason?
     /// The gossip to send `peer` (which asked for an answer), in the mesh topology.
     package var answer: (peer: ReplicaID, message: SyncMessage)?
+    /// The keys whose visible values changed, in UTF-8 byte order per applied change.
+    package var changedKeys: [String] = []
 
-    package init(ignored: SyncIgnoredReason? = nil, answer: (peer: ReplicaID, message: SyncMessage)? = nil) {
-        self.ignored = ignored
-        self.answer = answer
-    }
+    package init() {}
 }
 
 /// The background syncs ``ReplicatedKeyValueStore/synchronize()`` schedules.

@@ -1,0 +1,169 @@
+import Converge
+import ConvergeSharedFolder
+import Foundation
+import Synchronization
+import Testing
+
+/// A kind of shared folder: every test body runs on each (as GRDB runs one body against
+/// every database kind).
+enum FolderKind: String, CaseIterable, CustomTestStringConvertible {
+    case inMemory, fileSystem
+
+    func make(_ name: String = #function) -> any SharedFolderFiles {
+        switch self {
+        case .inMemory:
+            return InMemoryFolder()
+        case .fileSystem:
+            let url = FileManager.default.temporaryDirectory
+                .appendingPathComponent("converge-folder-\(getpid())-\(name.filter { $0.isLetter })-\(UInt32.random(in: 0...UInt32.max))")
+            return FileSystemFolder(path: url.path)
+        }
+    }
+
+    var testDescription: String { rawValue }
+}
+
+/// One reader's view of a folder from which some files are held back, as a file-sync
+/// service delivers them late or out of order.
+final class DelayedView: SharedFolderFiles {
+    let folder: any SharedFolderFiles
+    let held = Mutex<Set<[String]>>([])
+
+    init(_ folder: any SharedFolderFiles) { self.folder = folder }
+
+    func names(in path: [String]) throws(ConvergeError) -> [String] {
+        let held = held.withLock { $0 }
+        return try folder.names(in: path).filter { !held.contains(path + [$0]) }
+    }
+
+    func contents(of path: [String]) throws(ConvergeError) -> [UInt8]? {
+        held.withLock { $0.contains(path) } ? nil : try folder.contents(of: path)
+    }
+
+    func write(_ bytes: [UInt8], to path: [String]) throws(ConvergeError) { try folder.write(bytes, to: path) }
+    func remove(_ path: [String]) throws(ConvergeError) { try folder.remove(path) }
+    func describe(_ path: [String]) -> String { folder.describe(path) }
+}
+
+@Suite("The shared-folder transport: a mesh whose messages are files")
+struct SharedFolderSyncTests {
+    let clock = ManualClock()
+
+    func store(_ id: ReplicaID, account: AccountID = .default) -> ReplicatedKeyValueStore {
+        let store = ReplicatedKeyValueStore(replicaID: id, clock: clock)
+        if account != .default { try! store.switchAccount(to: account) }
+        return store
+    }
+
+    @Test(arguments: FolderKind.allCases)
+    func storesConvergeThroughTheFolderWithChangesReported(kind: FolderKind) throws {
+        let sync = SharedFolderSync(files: kind.make())
+        let (alice, bob, carol) = (store("alice"), store("bob"), store("carol"))
+        try alice.setValue("hello", forKey: "greeting")
+        try bob.setValue(1, forKey: "count")
+        let first = try sync.synchronize(alice)
+        #expect(first.written?.hasSuffix("default/alice/00000000000000000001.snapshot") == true)
+        let second = try sync.synchronize(bob)
+        #expect(second.replicasRead == ["alice"] && second.changedKeys == ["greeting"])
+        try sync.synchronize(carol)
+        try sync.synchronize(alice)
+        // What alice took from bob, she passes on (a mesh is transitive); then nothing is new.
+        #expect(try sync.synchronize(alice).written != nil)
+        #expect(try sync.synchronize(alice).written == nil)
+        #expect(alice.replicatedState == bob.replicatedState && bob.replicatedState == carol.replicatedState)
+        #expect(carol.value(forKey: "count") == 1 && carol.value(forKey: "greeting") == "hello")
+    }
+
+    /// A reader that sees a later delta before an earlier one never applies it out of
+    /// order: it waits at the gap, and takes both once the earlier one arrives.
+    @Test func aLateFileDelaysTheFilesAfterItAndLosesNothing() throws {
+        let folder = InMemoryFolder()
+        let writer = SharedFolderSync(files: folder)
+        let view = DelayedView(folder)
+        let reader = SharedFolderSync(files: view)
+        let alice = store("alice"), bob = store("bob")
+        try alice.setValue("one", forKey: "a")
+        try writer.synchronize(alice)                    // 1: snapshot
+        try alice.setValue("two", forKey: "b")
+        try writer.synchronize(alice)                    // 2: delta with b
+        try alice.removeValue(forKey: "a")
+        try alice.setValue("three", forKey: "c")
+        try writer.synchronize(alice)                    // 3: delta with c and a's tombstone
+        view.held.withLock { $0 = [["default", "alice", "00000000000000000002.delta"]] }
+        let early = try reader.synchronize(bob)
+        #expect(early.changedKeys == ["a"])
+        #expect(bob.value(forKey: "c") == nil, "delta 3 was applied before delta 2")
+        view.held.withLock { $0 = [] }
+        try reader.synchronize(bob)
+        #expect(bob.replicatedState == alice.replicatedState)
+        #expect(bob.value(forKey: "a") == nil && bob.value(forKey: "b") == "two" && bob.value(forKey: "c") == "three")
+    }
+
+    /// Had delta 3 been applied before delta 2, the reader would have taken delta 3's
+    /// context (which covers b's write) without b, and dropped b for good when delta 2
+    /// came: the reason files are read in order.
+    @Test func applyingALaterDeltaFirstWouldLoseAWrite() throws {
+        let folder = InMemoryFolder()
+        let sync = SharedFolderSync(files: folder)
+        let alice = store("alice"), bob = store("bob")
+        try alice.setValue("one", forKey: "a")
+        try sync.synchronize(alice)
+        try alice.setValue("two", forKey: "b")
+        try sync.synchronize(alice)
+        try alice.setValue("three", forKey: "c")
+        try sync.synchronize(alice)
+        func gossip(_ name: String) throws -> SyncGossip {
+            guard case .gossip(let gossip) = try SyncMessage(encoded: try folder.contents(of: ["default", "alice", name])!) else {
+                throw ConvergeError.malformed(MalformedInput(problem: .unexpectedMessage, detail: name))
+            }
+            return gossip
+        }
+        for name in ["00000000000000000001.snapshot", "00000000000000000003.delta", "00000000000000000002.delta"] {
+            try bob.merge(try gossip(name).delta)
+        }
+        #expect(bob.value(forKey: "b") == nil, "out of order, b's write is lost")
+    }
+
+    @Test func filesOfAnotherAccountOrReplicaAreRefusedAndReported() throws {
+        let folder = InMemoryFolder()
+        let sync = SharedFolderSync(files: folder)
+        let mallory = store("mallory", account: "other")
+        try mallory.setValue("intruder", forKey: "k")
+        try sync.synchronize(mallory)
+        // Mallory's file, copied into the default account's folder, under its own name and under alice's.
+        let bytes = try folder.contents(of: ["other", "mallory", "00000000000000000001.snapshot"])!
+        try folder.write(bytes, to: ["default", "mallory", "00000000000000000001.snapshot"])
+        try folder.write(bytes, to: ["default", "alice", "00000000000000000001.snapshot"])
+        let bob = store("bob")
+        let report = try sync.synchronize(bob)
+        #expect(bob.values.isEmpty)
+        #expect(report.skipped.count == 2)
+        #expect(report.skipped.contains { $0.contains("alice") && $0.contains("a file of account other") })
+        #expect(report.skipped.contains { $0.contains("mallory") && $0.contains("a file of account other") })
+    }
+
+    @Test func namesThatWouldLeaveOrHideInTheFolderAreRefused() throws {
+        let sync = SharedFolderSync(files: InMemoryFolder())
+        for account: AccountID in ["..", "a/../../b", ".hidden"] {
+            #expect(throws: ConvergeError.self) { try sync.synchronize(store("alice", account: account)) }
+        }
+        #expect(throws: ConvergeError.self) { try sync.synchronize(store(".alice")) }
+        let escaping = FileSystemFolder(path: "/tmp/converge-never-created")
+        #expect(throws: ConvergeError.self) { try escaping.write([1], to: ["..", "escaped"]) }
+    }
+
+    @Test(arguments: FolderKind.allCases)
+    func aReplicaCompactsItsFilesIntoASnapshot(kind: FolderKind) throws {
+        let files = kind.make()
+        let sync = SharedFolderSync(files: files, compactionThreshold: 4)
+        let alice = store("alice"), bob = store("bob")
+        for i in 0..<11 {
+            try alice.setValue(.integer(Int64(i)), forKey: "k\(i % 3)")
+            try sync.synchronize(alice)
+        }
+        // 1 snapshot + 4 deltas, 6th file is a snapshot that drops them, then 4 deltas, then a snapshot.
+        #expect(try files.names(in: ["default", "alice"]).sorted() == ["00000000000000000011.snapshot"])
+        try sync.synchronize(bob)
+        #expect(bob.replicatedState == alice.replicatedState)
+    }
+}
