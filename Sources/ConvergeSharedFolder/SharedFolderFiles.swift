@@ -16,24 +16,24 @@ public protocol SharedFolderFiles: Sendable {
     /// The names in the folder at `path`, without hidden ones (starting with "."), in any
     /// order; empty if the folder does not exist.
     ///
-    /// - Throws: ``ConvergeError/storage(_:)`` if the folder exists but cannot be read.
+    /// - Throws: `ConvergeError.storage` if the folder exists but cannot be read.
     func names(in path: [String]) throws(ConvergeError) -> [String]
 
     /// The bytes of the file at `path`, or `nil` if there is none (it may have been
     /// removed since it was listed).
     ///
-    /// - Throws: ``ConvergeError/storage(_:)`` if the file exists but cannot be read.
+    /// - Throws: `ConvergeError.storage` if the file exists but cannot be read.
     func contents(of path: [String]) throws(ConvergeError) -> [UInt8]?
 
     /// Writes the file at `path` whole, creating the folders on the way: readers see
     /// either the previous state or all of `bytes`, never part of them.
     ///
-    /// - Throws: ``ConvergeError/storage(_:)``; no partial file is left behind.
+    /// - Throws: `ConvergeError.storage`; no partial file is left behind.
     func write(_ bytes: [UInt8], to path: [String]) throws(ConvergeError)
 
     /// Removes the file at `path`; removing one that does not exist does nothing.
     ///
-    /// - Throws: ``ConvergeError/storage(_:)`` if the file exists and cannot be removed.
+    /// - Throws: `ConvergeError.storage` if the file exists and cannot be removed.
     func remove(_ path: [String]) throws(ConvergeError)
 
     /// How to name `path` in reports and messages (for a real folder, its file-system path).

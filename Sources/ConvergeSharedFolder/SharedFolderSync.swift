@@ -6,10 +6,10 @@ import Foundation
 ///
 /// Layout: `FOLDER/<account>/<replica>/<sequence>.snapshot` and `<sequence>.delta`, with
 /// 20-digit sequence numbers. Each replica writes only its own folder, and every file
-/// appears whole (see ``SharedFolderFiles``). A file is a ``SyncMessage/gossip(_:)``
-/// message that the store's ``MeshSyncMachine`` makes and takes, as in the mesh topology:
+/// appears whole (see ``SharedFolderFiles``). A file is a `SyncMessage.gossip`
+/// message that the store's `MeshSyncMachine` makes and takes, as in the mesh topology:
 /// a snapshot carries the replica's whole state, a delta what is new since the replica's
-/// previous file (``MeshSyncMachine/broadcast(from:after:)``, for the context the folder
+/// previous file (`MeshSyncMachine.broadcast(from:after:)`, for the context the folder
 /// reports holding). A reader takes a replica's latest snapshot and then its following
 /// deltas in order, through its store's state machine, stopping at the first gap or
 /// invalid file, so it never applies a delta out of causal order: a file that is late or
@@ -50,7 +50,7 @@ public struct SharedFolderSync: Sendable {
 
     /// Writes this store's changes to the folder, then takes every other replica's files.
     ///
-    /// - Throws: ``ConvergeError/storage(_:)`` if the folder cannot be written or read, if
+    /// - Throws: `ConvergeError.storage` if the folder cannot be written or read, if
     ///   the store's account or replica ID is not a plain file name (it would leave or hide
     ///   in the folder), or if the store's storage fails; invalid files of other replicas
     ///   are skipped and reported, not thrown.

@@ -5,6 +5,7 @@ public struct AccountID: Hashable, Comparable, Sendable, CustomStringConvertible
     /// The longest account ID accepted, in UTF-8 bytes.
     public static let maximumLengthBytes = 256
 
+    /// The account's name, as given.
     public let rawValue: String
 
     /// Creates an account ID; `nil` if empty or longer than ``maximumLengthBytes``.

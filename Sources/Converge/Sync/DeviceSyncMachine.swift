@@ -19,6 +19,8 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// The latest stable frontier the hub announced.
     public private(set) var stableFrontier = VersionVector()
 
+    /// A machine that has heard nothing from the hub yet: its first request is a push of
+    /// the device's whole state.
     public init(device: ReplicaID, account: AccountID = .default) {
         self.device = device
         self.account = account

@@ -50,6 +50,14 @@ public struct HubSyncMachine: Sendable {
         var lastReplyFrontier = VersionVector()
     }
 
+    /// A hub with no account, member or state yet.
+    ///
+    /// - Parameters:
+    ///   - hubID: The replica ID of the hub's own (compensating) writes.
+    ///   - quota: The quota the hub enforces on converged state.
+    ///   - policies: How the hub reads a key when it restores its previous value.
+    ///   - retirementIntervalMilliseconds: How long a member may stay silent before it is
+    ///     retired (30 days by default).
     public init(hubID: ReplicaID = "hub", quota: Quota = .iCloud, policies: MergePolicies = MergePolicies(),
                 retirementIntervalMilliseconds: UInt64 = 30 * 24 * 3_600 * 1_000) {
         self.hubID = hubID
@@ -246,7 +254,9 @@ public struct HubSyncMachine: Sendable {
 /// A compensating write the hub made to keep the quota: the writes it superseded (the
 /// offending ones, and any sibling whose value it collapsed into `restored`).
 public struct HubCompensation: Hashable, Sendable {
+    /// The account whose state the hub compensated.
     public var account: AccountID
+    /// The key whose offending write was superseded.
     public var key: String
     /// Every sibling the compensating write superseded, in dot order.
     public var superseded: [Dot]

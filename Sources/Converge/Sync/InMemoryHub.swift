@@ -53,7 +53,7 @@ public final class InMemoryHub: SyncTransport {
     /// - Throws: ``ConvergeError/unreachable(_:)`` if ``isReachable`` is `false`;
     ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push or a poll. Either
     ///   way the hub is unchanged.
-    /// - Complexity: That of ``HubSyncMachine/receive(_:nowMilliseconds:compensations:)``.
+    /// - Complexity: That of the hub's ``HubSyncMachine`` handling the request.
     public func exchange(_ request: [UInt8]) throws(ConvergeError) -> [UInt8] {
         guard isReachable else { throw .unreachable("the in-memory hub (isReachable is false)") }
         let message = try SyncMessage(encoded: request)

@@ -16,6 +16,8 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// What each peer reported holding, by peer.
     public private(set) var peerContexts: [ReplicaID: VersionVector] = [:]
 
+    /// A machine that has heard from no peer yet: its first gossip to each is the device's
+    /// whole state.
     public init(device: ReplicaID, account: AccountID = .default) {
         self.device = device
         self.account = account
@@ -23,7 +25,10 @@ public struct MeshSyncMachine: Hashable, Sendable {
 
     /// The gossip for `peer`: what it lacks of `state`, as far as it has reported.
     ///
-    /// - Parameter wantsReply: Whether `peer` should answer with its own changes.
+    /// - Parameters:
+    ///   - peer: The peer the gossip is for.
+    ///   - state: The device's state.
+    ///   - wantsReply: Whether `peer` should answer with its own changes.
     /// - Complexity: O(*n*) in the siblings of `state`.
     public func gossip(to peer: ReplicaID, from state: ReplicatedMap, wantsReply: Bool = true) -> SyncGossip {
         SyncGossip(account: account, sender: device, delta: state.delta(for: peerContexts[peer] ?? VersionVector()),

@@ -2,13 +2,17 @@
 /// peer last reported, and (as `delta.context`) its own whole context, which the peer
 /// records as what the sender holds.
 public struct SyncGossip: Hashable, Sendable {
+    /// The account the gossip belongs to; a device of another account ignores it.
     public var account: AccountID
+    /// The device that sent it.
     public var sender: ReplicaID
+    /// The sender's changes the receiver lacks, with the sender's whole context.
     public var delta: ReplicatedMap.Delta
     /// Whether the receiver should answer with its own changes (the first half of a
     /// push-pull exchange); an answer never asks for another.
     public var wantsReply: Bool
 
+    /// Creates gossip; ``MeshSyncMachine`` makes it for a device.
     public init(account: AccountID, sender: ReplicaID, delta: ReplicatedMap.Delta, wantsReply: Bool) {
         self.account = account
         self.sender = sender

@@ -4,10 +4,14 @@
 /// guessed one), and carries the device's whole context, which serves as its
 /// acknowledgement for tombstone collection.
 public struct SyncPush: Hashable, Sendable {
+    /// The account the device syncs; the hub keeps one state per account.
     public var account: AccountID
+    /// The device that sent the push.
     public var device: ReplicaID
+    /// The device's changes the hub lacks, with the device's whole context.
     public var delta: ReplicatedMap.Delta
 
+    /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
     public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta) {
         self.account = account
         self.device = device
@@ -27,7 +31,9 @@ public struct SyncReply: Hashable, Sendable {
         case fullState = 1
     }
 
+    /// The account the reply belongs to; a device of another account ignores it.
     public var account: AccountID
+    /// How the device must take ``delta``.
     public var kind: Kind
     /// The changes, carrying the hub's whole context (the device's next push is computed
     /// for that context).
@@ -38,6 +44,7 @@ public struct SyncReply: Hashable, Sendable {
     /// compensating write of the hub, in UTF-8 byte order.
     public var rejectedKeys: [String]
 
+    /// Creates a reply; ``HubSyncMachine`` makes it for a device.
     public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String]) {
         self.account = account
         self.kind = kind
@@ -50,11 +57,14 @@ public struct SyncReply: Hashable, Sendable {
 /// What a device sends the hub when it has nothing new: "I hold exactly the context you
 /// last sent me" (as a digest), so a steady-state exchange costs a few dozen bytes.
 public struct SyncPoll: Hashable, Sendable {
+    /// The account the device syncs.
     public var account: AccountID
+    /// The device that polls.
     public var device: ReplicaID
     /// ``VersionVector/digest`` of the hub context the device holds.
     public var contextDigest: UInt64
 
+    /// Creates a poll; ``DeviceSyncMachine`` makes it for a device.
     public init(account: AccountID, device: ReplicaID, contextDigest: UInt64) {
         self.account = account
         self.device = device
@@ -69,7 +79,9 @@ public struct SyncPoll: Hashable, Sendable {
 /// traps: anything malformed, oversized or of an unknown version throws
 /// ``ConvergeError/malformed(_:)``.
 public enum SyncMessage: Hashable, Sendable {
+    /// A device's changes, to the hub.
     case push(SyncPush)
+    /// The hub's answer to a push or a poll.
     case reply(SyncReply)
     /// Device-to-device gossip of the mesh topology.
     case gossip(SyncGossip)
