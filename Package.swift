@@ -38,9 +38,13 @@ let package = Package(
             dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim"]
         ),
         .testTarget(name: "ConvergeSharedFolderTests", dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeTestSupport"]),
+        // Test-only: the writer the kill -9 crash test kills (not a product).
+        .executableTarget(name: "converge-stress-writer", dependencies: ["Converge", "ConvergeSQLite"],
+                          path: "Tests/converge-stress-writer"),
         .testTarget(
             name: "ConvergeSQLiteTests",
-            dependencies: ["Converge", "ConvergeSQLite", "ConvergeSimulation", "ConvergeTestSupport", "converge"]
+            dependencies: ["Converge", "ConvergeSQLite", "ConvergeSimulation", "ConvergeTestSupport", "converge",
+                           "converge-stress-writer"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -9,6 +9,7 @@ public struct Dot: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The replica's write counter, at least 1.
     public var counter: UInt64
 
+    /// Creates the dot of write number `counter` (at least 1) of `replica`.
     public init(replica: ReplicaID, counter: UInt64) {
         precondition(counter >= 1, "dot counters start at 1")
         self.replica = replica

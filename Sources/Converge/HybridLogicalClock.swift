@@ -9,6 +9,7 @@ public struct HybridTimestamp: Hashable, Comparable, Sendable, CustomStringConve
     /// Distinguishes events within the same millisecond.
     public var logical: UInt32
 
+    /// Creates a timestamp from its wall-clock milliseconds and logical counter.
     public init(wallMilliseconds: UInt64, logical: UInt32) {
         self.wallMilliseconds = wallMilliseconds
         self.logical = logical
@@ -41,6 +42,8 @@ public struct HybridLogicalClock: Sendable, Hashable {
     /// The last timestamp issued or observed.
     public private(set) var latest: HybridTimestamp
 
+    /// Creates a clock that has issued or observed `latest` (the one a storage recorded),
+    /// so that it never goes back after a restart.
     public init(latest: HybridTimestamp = .zero) {
         self.latest = latest
     }

@@ -105,6 +105,7 @@ public struct MergePolicies: Sendable {
     private var byKey: [String: MergePolicy] = [:]
     private var byPrefix: [(prefix: String, policy: MergePolicy)] = []
 
+    /// Creates policies where every key reads with `defaultPolicy` until assigned another.
     public init(default defaultPolicy: MergePolicy = .lastWriterWins) {
         self.defaultPolicy = defaultPolicy
     }
@@ -127,26 +128,5 @@ public struct MergePolicies: Sendable {
         if let policy = byKey[key] { return policy }
         for entry in byPrefix where key.utf8.starts(with: entry.prefix.utf8) { return entry.policy }
         return defaultPolicy
-    }
-}
-
-/// A key left with concurrent siblings by a merge, or whose local value lost to a
-/// concurrent remote one.
-public struct Conflict: Hashable, Sendable, CustomStringConvertible {
-    /// The key in conflict.
-    public var key: String
-    /// All its siblings, in canonical order.
-    public var siblings: [Sibling]
-    /// What a read returns now, under the key's policy.
-    public var winner: Value?
-
-    public init(key: String, siblings: [Sibling], winner: Value?) {
-        self.key = key
-        self.siblings = siblings
-        self.winner = winner
-    }
-
-    public var description: String {
-        "conflict on \"\(key)\": \(siblings.map(\.description).joined(separator: " | ")) → \(winner.map(\.description) ?? "absent")"
     }
 }

@@ -15,6 +15,7 @@ public struct Quota: Hashable, Sendable, CustomStringConvertible {
     /// The most UTF-8 bytes of one key.
     public var maximumKeyBytes: Int
 
+    /// Creates a quota; limits must not be negative, and keys need at least one byte.
     public init(maximumKeyCount: Int, maximumTotalValueBytes: Int, maximumValueBytes: Int, maximumKeyBytes: Int) {
         precondition(maximumKeyCount >= 0 && maximumTotalValueBytes >= 0 && maximumValueBytes >= 0 && maximumKeyBytes >= 1,
                      "quota limits must not be negative, and keys need at least one byte")
@@ -75,9 +76,13 @@ public struct Quota: Hashable, Sendable, CustomStringConvertible {
 public struct QuotaViolation: Hashable, Sendable, CustomStringConvertible {
     /// The quota's limits.
     public enum Limit: String, Hashable, Sendable {
+        /// The number of keys with a live value (``Quota/maximumKeyCount``).
         case keyCount = "key count"
+        /// The bytes of all values together (``Quota/maximumTotalValueBytes``).
         case totalValueBytes = "total value bytes"
+        /// The bytes of one value (``Quota/maximumValueBytes``).
         case valueBytes = "value bytes"
+        /// The UTF-8 bytes of one key (``Quota/maximumKeyBytes``).
         case keyBytes = "key bytes"
     }
 
@@ -90,6 +95,7 @@ public struct QuotaViolation: Hashable, Sendable, CustomStringConvertible {
     /// The limit's value.
     public var allowed: Int
 
+    /// Creates the description of a refused write.
     public init(limit: Limit, key: String, attempted: Int, allowed: Int) {
         self.limit = limit
         self.key = key

@@ -9,6 +9,7 @@ public struct QuotaUsage: Hashable, Sendable, CustomStringConvertible {
     /// The canonical encoded bytes of every live sibling's value.
     public var valueBytes: Int = 0
 
+    /// Creates a usage figure (empty by default).
     public init(keyCount: Int = 0, valueBytes: Int = 0) {
         self.keyCount = keyCount
         self.valueBytes = valueBytes

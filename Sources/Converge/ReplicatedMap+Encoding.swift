@@ -7,6 +7,7 @@ public struct DecodingLimits: Hashable, Sendable {
     /// The most siblings of one key.
     public var maximumSiblingsPerKey: Int
 
+    /// Creates decoding limits; the defaults fit any state a quota admits.
     public init(maximumReplicas: Int = 4_096, maximumKeys: Int = 1_000_000, maximumSiblingsPerKey: Int = 4_096) {
         self.maximumReplicas = maximumReplicas
         self.maximumKeys = maximumKeys

@@ -322,6 +322,8 @@ extension ReplicatedMap {
         /// The sender's context.
         public var context: VersionVector
 
+        /// Creates a delta from its parts. Nothing is checked here: a store refuses, when it
+        /// merges, a delta whose context does not cover its siblings.
         public init(entries: [String: [Sibling]], context: VersionVector) {
             self.entries = entries
             self.context = context

@@ -11,6 +11,7 @@ public struct Sibling: Hashable, Sendable, CustomStringConvertible {
     /// The value written, or `nil` if the write removed the key.
     public var value: Value?
 
+    /// Creates a sibling: the write `dot`, stamped `timestamp`, of `value` (`nil` for a removal).
     public init(dot: Dot, timestamp: HybridTimestamp, value: Value?) {
         self.dot = dot
         self.timestamp = timestamp

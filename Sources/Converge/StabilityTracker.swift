@@ -30,6 +30,7 @@ public struct StabilityTracker: Hashable, Sendable {
         var witnessed: VersionVector
     }
 
+    /// Creates a tracker that knows of no acknowledgement yet: nothing is stable.
     public init() {}
 
     /// Records one round of acknowledgements, one per member, and returns the safe frontier.

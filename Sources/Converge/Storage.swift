@@ -29,6 +29,7 @@ public struct StoredState: Hashable, Sendable {
     /// Opaque records of other layers (sync progress, the account), by name.
     public var metadata: [String: [UInt8]]
 
+    /// Creates a stored state (empty by default).
     public init(map: ReplicatedMap = ReplicatedMap(), clock: HybridTimestamp = .zero, metadata: [String: [UInt8]] = [:]) {
         self.map = map
         self.clock = clock
@@ -47,6 +48,8 @@ public struct StorageChange: Hashable, Sendable {
     /// Metadata records to set (`nil` deletes one).
     public var metadata: [String: [UInt8]?]
 
+    /// Creates a change: the keys whose sibling lists changed, the whole new context, the
+    /// clock, and the metadata records to set or delete.
     public init(entries: [String: [Sibling]] = [:], context: VersionVector, clock: HybridTimestamp, metadata: [String: [UInt8]?] = [:]) {
         self.entries = entries
         self.context = context

@@ -23,10 +23,12 @@ public enum ChangeReason: Int, Hashable, Sendable, CustomStringConvertible {
 /// A change the app did not make itself: the reason and the keys whose visible values
 /// changed (or, for quota violations, were refused or reverted).
 public struct ExternalChange: Hashable, Sendable {
+    /// Why the values changed.
     public var reason: ChangeReason
     /// The keys, in UTF-8 byte order.
     public var keys: [String]
 
+    /// Creates an external change.
     public init(reason: ChangeReason, keys: [String]) {
         self.reason = reason
         self.keys = keys

@@ -7,6 +7,7 @@ import Synchronization
 /// needs a default: tests and the simulator inject a ``ManualClock`` or their own
 /// ``PhysicalClock`` instead.
 public struct SystemClock: PhysicalClock {
+    /// Creates the system clock.
     public init() {}
 
     public func nowMilliseconds() -> UInt64 {

@@ -7,13 +7,21 @@ import Foundation
 /// is NaN, nesting is at most ``maximumNestingDepth`` levels, and the encoding is at most
 /// ``maximumEncodedBytes``.
 public enum Value: Hashable, Sendable {
+    /// Text.
     case string(String)
+    /// A signed 64-bit integer.
     case integer(Int64)
+    /// A double; never NaN (see ``ValueViolation/notANumber``).
     case double(Double)
+    /// A Boolean.
     case bool(Bool)
+    /// Bytes.
     case data(Data)
+    /// A point in time.
     case date(Date)
+    /// An ordered list of values.
     case array([Value])
+    /// Values by string key; encoded in the UTF-8 order of the keys.
     case dictionary([String: Value])
 
     /// The deepest nesting of arrays and dictionaries accepted (a scalar is depth 0).

@@ -195,16 +195,6 @@ func run(_ options: Options) throws(ToolError) {
             round += 1
             if count.map({ round < $0 }) ?? true { usleep(UInt32(min(interval, 3_600_000)) * 1_000) }
         }
-    case "stress-write":
-        // For the crash test: writes keys durably, one transaction each, printing each key
-        // once its write has returned (so it must survive kill -9).
-        guard arguments.count == 1, let total = Int(arguments[0]), total > 0 else { throw .usage("stress-write needs a count") }
-        let store = try openStore(options)
-        for index in 0..<total {
-            do { try store.setValue(.integer(Int64(index)), forKey: "stress-\(index)") } catch { throw .failed("\(error)") }
-            print("durable stress-\(index)")
-            fflush(nil)
-        }
     default:
         throw .usage("unknown command \"\(name)\"")
     }

@@ -1,6 +1,7 @@
 import Converge
 import ConvergeSQLite
 import ConvergeSimulation
+import ConvergeTestSupport
 import Foundation
 import Testing
 
@@ -16,8 +17,8 @@ struct CrashTests {
         var reportedTotal = 0
         for round in 0..<5 {
             let process = Process()
-            process.executableURL = ConvergeTool.binary
-            process.arguments = ["--store", path, "--replica", "crash", "stress-write", "1000000"]
+            process.executableURL = ChildProcess.executable("converge-stress-writer")
+            process.arguments = [path, "crash", "1000000"]
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice

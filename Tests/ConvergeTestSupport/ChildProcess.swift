@@ -14,9 +14,25 @@ public enum ChildProcess {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    /// The debug build of executable `name` (built by `swift test`, which depends on it).
+    /// The folder the running tests were built into (`.build/debug`, `.build/release`,
+    /// or wherever `--build-path` and `-c` put them), where SwiftPM also puts the
+    /// package's executables.
+    ///
+    /// Found as swift-argument-parser's test helpers find it: from the test bundle's own
+    /// location. On Linux the test runner is the `.xctest` executable itself; on Apple
+    /// platforms it is a `.xctest` bundle loaded by a runner.
+    public static var productsFolder: URL {
+        if let bundle = Bundle.allBundles.first(where: { $0.bundleURL.pathExtension == "xctest" }) {
+            return bundle.bundleURL.deletingLastPathComponent()
+        }
+        let main = Bundle.main.bundleURL
+        return main.pathExtension == "xctest" ? main.deletingLastPathComponent() : main
+    }
+
+    /// The built executable `name`, beside the tests (`swift test` builds the executables
+    /// a test target depends on, in the same configuration).
     public static func executable(_ name: String) -> URL {
-        packageRoot.appendingPathComponent(".build/debug/\(name)")
+        productsFolder.appendingPathComponent(name)
     }
 
     /// Runs `executable` with `arguments` in `folder` and waits for it.
