@@ -194,7 +194,7 @@ public final class SQLiteStorage: Storage {
         clock.writeVarint(change.clock.wallMilliseconds)
         clock.writeVarint(UInt64(change.clock.logical))
         try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('clock', ?)", [.blob(clock.bytes)])
-        for name in change.metadata.keys.sorted() {
+        for name in change.metadata.keys.sortedByUTF8() {
             if let record = change.metadata[name]! {
                 try db.execute("INSERT OR REPLACE INTO metadata (name, value) VALUES (?, ?)", [.text(name), .blob(record)])
             } else {

@@ -14,7 +14,7 @@ public final class InMemoryFolder: SharedFolderFiles {
         let names = files.withLock { files in
             Set(files.keys.filter { $0.count > path.count && Array($0.prefix(path.count)) == path }.map { $0[path.count] })
         }
-        return names.filter { !$0.hasPrefix(".") }.sorted()
+        return names.filter { !$0.hasPrefix(".") }.sortedByUTF8()
     }
 
     public func contents(of path: [String]) throws(ConvergeError) -> [UInt8]? {

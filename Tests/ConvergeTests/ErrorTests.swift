@@ -19,6 +19,19 @@ struct ErrorTests {
         #expect(StorageFailure(kind: .other, path: "db", operation: .write, detail: "it broke").description == "cannot write db: it broke")
     }
 
+    @Test func aCallerMatchesAStorageFailureByKind() throws {
+        // The pattern the README and ConvergeError's documentation show.
+        let store = try ReplicatedKeyValueStore(replicaID: "phone", storage: RefusingStorage())
+        do {
+            try store.setValue("v", forKey: "k")
+            Issue.record("the refusing storage accepted a write")
+        } catch .storage(let failure) where failure.kind == .diskFull {
+            #expect(failure.path == "simulated.db" && failure.operation == .write)
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
     @Test func systemErrorsBecomeKinds() {
         #expect(StorageFailure.Kind(posixErrorCode: ENOSPC) == .diskFull)
         #expect(StorageFailure.Kind(posixErrorCode: EROFS) == .readOnly)
