@@ -2,9 +2,10 @@
 ///
 /// Sizes are measured on the canonical encoding of values (``Value/encodedSize``) and on
 /// the UTF-8 bytes of keys, identically on every replica. A write that would break a limit
-/// is refused and changes nothing. A write that does not grow usage is always admitted,
-/// so that a store that went over its quota through a merge (the soft quota of a mesh)
-/// can always shrink back.
+/// is refused and changes nothing. A store that went over its quota through a merge (the
+/// soft quota of a mesh) refuses every write that grows its key count or its value bytes
+/// until it is back under; a write that does not grow usage is always admitted, so it can
+/// always shrink back.
 public struct Quota: Hashable, Sendable, CustomStringConvertible {
     /// The most keys with a live value.
     public var maximumKeyCount: Int
@@ -59,6 +60,14 @@ public struct Quota: Hashable, Sendable, CustomStringConvertible {
         }
         let before = state.usage
         let after = before.replacing(state.siblings(forKey: key), withValueOfBytes: valueBytes)
+        // Merges can take a store over its quota (the mesh's soft quota): then no write may
+        // grow usage, on either measure, until the store is back under.
+        if !admits(before) && (after.keyCount > before.keyCount || after.valueBytes > before.valueBytes) {
+            let overKeys = before.keyCount > maximumKeyCount
+            throw .quotaExceeded(QuotaViolation(limit: overKeys ? .keyCount : .totalValueBytes, key: key,
+                                                attempted: overKeys ? after.keyCount : after.valueBytes,
+                                                allowed: overKeys ? maximumKeyCount : maximumTotalValueBytes))
+        }
         if after.keyCount > maximumKeyCount && after.keyCount > before.keyCount {
             throw .quotaExceeded(QuotaViolation(limit: .keyCount, key: key, attempted: after.keyCount, allowed: maximumKeyCount))
         }

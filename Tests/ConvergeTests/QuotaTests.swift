@@ -115,6 +115,9 @@ struct QuotaTests {
                     if after.valueBytes > quota.maximumTotalValueBytes && after.valueBytes > before.usage.valueBytes {
                         return "step \(index): total grew to \(after.valueBytes) bytes"
                     }
+                    if !quota.admits(before.usage) && (after.keyCount > before.usage.keyCount || after.valueBytes > before.usage.valueBytes) {
+                        return "step \(index): usage grew from \(before.usage) to \(after) while over the quota"
+                    }
                 } catch {
                     if store.replicatedState != before { return "step \(index): refused write changed the state" }
                 }
