@@ -20,7 +20,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "Converge"),
-        .target(name: "ConvergeSimulation", dependencies: ["Converge"]),
+        .target(name: "ConvergeSimulation", dependencies: ["Converge", "ConvergeSharedFolder"]),
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .target(name: "ConvergeSQLite", dependencies: ["Converge", "CSQLite"]),
         .target(name: "ConvergeSharedFolder", dependencies: ["Converge"]),
@@ -29,7 +29,7 @@ let package = Package(
         .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite"], path: "Benchmarks/converge-bench"),
         .target(
             name: "ConvergeTestSupport",
-            dependencies: ["Converge", "ConvergeSimulation"],
+            dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeSimulation"],
             path: "Tests/ConvergeTestSupport"
         ),
         .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),

@@ -25,6 +25,14 @@ public struct SharedFolderSync: Sendable {
     /// Deltas a replica keeps before it compacts them into a snapshot.
     public var compactionThreshold: Int
 
+    // Deliberately broken behaviours, switched on only by the tests that show the property
+    // tests catch them. Behind `@_spi(Testing)`: an app never sees them.
+    /// Writes each delta for the replica's own context, as if every reader held it,
+    /// instead of for the context of its latest file.
+    @_spi(Testing) public var _guessesPublishedContext = false
+    /// Reads a replica's files past a gap (a file not arrived yet) instead of stopping.
+    @_spi(Testing) public var _readsPastGaps = false
+
     /// Syncs through the folder at `folder` on the file system.
     public init(folder: String, compactionThreshold: Int = 16) {
         self.init(files: FileSystemFolder(path: folder), compactionThreshold: compactionThreshold)
@@ -101,7 +109,10 @@ public struct SharedFolderSync: Sendable {
         }
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
         let snapshot = published == nil || deltasSinceSnapshot >= compactionThreshold
-        guard let gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
+        guard var gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
+        if _guessesPublishedContext && !snapshot {
+            gossip.delta = ReplicatedMap.Delta(entries: [:], context: gossip.delta.context)
+        }
         let file = own + [SequencedFile.name(sequence: (sequence.last?.sequence ?? 0) + 1, isSnapshot: snapshot)]
         try files.write(try SyncMessage.gossip(gossip).encoded(), to: file)
         if snapshot {
@@ -149,12 +160,15 @@ public struct SharedFolderSync: Sendable {
         var expected = sequence[start].sequence
         for file in sequence[start...] {
             // A gap: a file that has not arrived yet, or compaction in progress. Read on next time.
-            guard file.sequence == expected else { break }
+            guard file.sequence == expected || _readsPastGaps else { break }
             let path = folder + [file.name]
             let message: SyncMessage
             do {
                 // A file removed by compaction since it was listed is a gap too.
-                guard let bytes = try files.contents(of: path) else { break }
+                guard let bytes = try files.contents(of: path) else {
+                    if _readsPastGaps { continue }
+                    break
+                }
                 message = try SyncMessage(encoded: bytes)
                 guard case .gossip(let gossip) = message else { throw ConvergeError.malformed(.unexpectedMessage, "not a gossip message") }
                 guard gossip.account == account else {
@@ -168,7 +182,7 @@ public struct SharedFolderSync: Sendable {
             }
             changed += try store.receive(message).changedKeys
             taken += 1
-            expected += 1
+            expected = file.sequence + 1
         }
         return (taken, changed, [])
     }

@@ -1,12 +1,14 @@
 import Converge
+@_spi(Testing) import ConvergeSharedFolder
 import ConvergeSimulation
 
 /// One step of a random multi-device history through the hub protocol.
 public enum SyncOperation: Hashable, Sendable, CustomStringConvertible {
     case set(device: Int, key: String, length: Int)
     case remove(device: Int, key: String)
-    /// The device sends a push to the hub (or, in the mesh topology, gossip to `peer`);
-    /// it travels as an in-flight message.
+    /// The device sends a push to the hub (or, in the mesh topology, gossip to `peer`; in
+    /// the folder topology, it syncs through the folder); it travels as in-flight messages
+    /// (each file written travels to each other device).
     case push(device: Int, peer: Int)
     case deliver(message: Int)
     case duplicate(message: Int)
@@ -78,9 +80,21 @@ public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
 /// Runs a ``SyncHistory`` on real ``ReplicatedKeyValueStore``s (on in-memory storage)
 /// through the sync seam every transport uses: a device's requests and gossip come from
 /// its store, and every answer is carried out by its store, as with any transport. The hub
-/// is the real ``HubSyncMachine``; in the mesh topology the stores gossip with each other.
+/// is the real ``HubSyncMachine``; in the mesh topology the stores gossip with each other;
+/// in the folder topology they sync through the real `SharedFolderSync` on a simulated
+/// folder whose files reach each device late, out of order, or (if removed first) never.
 /// Invariants are checked after every step.
 public struct SyncRun {
+    /// How the devices are connected.
+    public enum Topology: String, Hashable, Sendable, CaseIterable {
+        /// Through the hub.
+        case hub
+        /// Gossip between devices.
+        case mesh
+        /// Files in a shared folder.
+        case folder
+    }
+
     public struct Device {
         public let id: ReplicaID
         public let store: ReplicatedKeyValueStore
@@ -113,12 +127,16 @@ public struct SyncRun {
         case answer(to: Int, [UInt8])
         /// Gossip between devices.
         case gossip(to: Int, [UInt8])
+        /// A file of the shared folder reaching a device.
+        case arrival(path: [String], reader: Int)
     }
 
     public private(set) var devices: [Device]
     public private(set) var hub: HubSyncMachine
-    public let topology: SyncTopology
-    /// In the mesh topology, the converged state of each account after ``heal()``.
+    public let topology: Topology
+    /// The folder of the folder topology.
+    package let folder = SimulatedFolder()
+    /// In the mesh and folder topologies, the converged state of each account after ``heal()``.
     public private(set) var meshStates: [AccountID: ReplicatedMap] = [:]
     public private(set) var writes: [Write] = []
     /// Invariants broken so far, with the step.
@@ -129,6 +147,12 @@ public struct SyncRun {
     public private(set) var accountSwitches = 0
     /// Polls answered "up to date" (the compact steady-state exchange).
     public private(set) var upToDateAnswers = 0
+    /// Folder files delivered to a device after a later file of the same writer.
+    public private(set) var filesOutOfOrder = 0
+    /// Folder files removed (compacted) before they reached a device, which they never do.
+    public private(set) var filesNeverDelivered = 0
+    /// The latest file of each writer's folder delivered to each device, by sequence name.
+    private var latestDelivered: [[String]: String] = [:]
     private var inFlight: [Message] = []
     private var now: UInt64 = 1_000
     private var step = 0
@@ -137,11 +161,14 @@ public struct SyncRun {
     private let guessesHubContext: Bool
     /// A broken device: carries its data into the account it switches to.
     private let leaksAcrossAccounts: Bool
+    /// A broken folder reader: takes a replica's files past a gap.
+    private let readsPastGaps: Bool
     public static let accounts: [AccountID] = ["A", "B"]
 
-    public init(_ history: SyncHistory, hub: HubSyncMachine, topology: SyncTopology = .hub, guessesHubContext: Bool = false,
-                leaksAcrossAccounts: Bool = false) {
+    public init(_ history: SyncHistory, hub: HubSyncMachine, topology: Topology = .hub, guessesHubContext: Bool = false,
+                leaksAcrossAccounts: Bool = false, readsPastGaps: Bool = false) {
         self.leaksAcrossAccounts = leaksAcrossAccounts
+        self.readsPastGaps = readsPastGaps
         self.topology = topology
         devices = (0..<history.deviceCount).map { index in
             let id = ReplicaID("d\(index)")!
@@ -188,6 +215,19 @@ public struct SyncRun {
         }
     }
 
+    /// Syncs device `d` through the folder; each file it writes travels to every other device.
+    private mutating func syncThroughFolder(_ d: Int) {
+        var sync = SharedFolderSync(files: folder.view(for: d), compactionThreshold: 2)
+        sync._guessesPublishedContext = guessesHubContext
+        sync._readsPastGaps = readsPastGaps
+        do { try sync.synchronize(devices[d].store) } catch {
+            violations.append("step \(step): \(devices[d].id) could not sync through the folder: \(error)")
+        }
+        for file in folder.takeWrittenFiles() {
+            for reader in devices.indices where reader != file.writer { inFlight.append(.arrival(path: file.path, reader: reader)) }
+        }
+    }
+
     private mutating func encode(_ message: SyncMessage) -> [UInt8] {
         do { return try message.encoded() } catch {
             violations.append("step \(step): a message could not be encoded: \(error)")
@@ -213,6 +253,10 @@ public struct SyncRun {
                 }
             }
             inFlight.append(.answer(to: d, encode(answer)))
+        case .arrival(let path, let reader):
+            guard folder.deliver(path, to: reader) else { return filesNeverDelivered += 1 }
+            let key = Array(path.dropLast()) + ["\(reader)"]
+            if let latest = latestDelivered[key], latest > path.last! { filesOutOfOrder += 1 } else { latestDelivered[key] = path.last! }
         case .answer(let d, let bytes), .gossip(let d, let bytes):
             let receipt: SyncReceipt
             do { receipt = try devices[d].store.receive(bytes) } catch {
@@ -237,10 +281,15 @@ public struct SyncRun {
             switch topology {
             case .hub: inFlight.append(requestMessage(for: d))
             case .mesh: if peer != d { inFlight.append(gossip(from: d, to: peer)) }
+            case .folder: syncThroughFolder(d)
             }
         case .deliver(let m):
             guard !inFlight.isEmpty else { break }
-            deliver(inFlight.remove(at: m % inFlight.count))
+            // A file-sync service tends to carry the newest files first: in the folder
+            // topology deliveries count from the newest, so files arrive out of order and old
+            // ones are often compacted away before they arrive.
+            let index = topology == .folder ? inFlight.count - 1 - m % inFlight.count : m % inFlight.count
+            deliver(inFlight.remove(at: index))
         case .duplicate(let m):
             guard !inFlight.isEmpty else { break }
             inFlight.append(inFlight[m % inFlight.count])
@@ -320,7 +369,7 @@ public struct SyncRun {
     /// and exchanges with the hub until nothing changes.
     public mutating func heal() {
         inFlight.removeAll()
-        if topology == .mesh { return healMesh() }
+        if topology != .hub { return healMesh() }
         for d in devices.indices {
             let home = devices[d].store.account
             for account in devices[d].accounts.sorted() where account != home {
@@ -337,18 +386,29 @@ public struct SyncRun {
     }
 
     /// Heals the mesh: for each account, every device with data of it gossips with every
-    /// other, push-pull, twice round.
+    /// other, push-pull, twice round. Heals the folder: every file reaches every device,
+    /// and every device with data of the account syncs, three times round.
     private mutating func healMesh() {
         let homes = devices.map(\.store.account)
         for account in Self.accounts {
             let holders = devices.indices.filter { devices[$0].accounts.contains(account) }
             guard !holders.isEmpty else { continue }
             for d in holders { switchAccount(d, to: account) }
-            for _ in 0..<2 {
-                for d in holders {
-                    for peer in holders where peer != d {
-                        deliver(gossip(from: d, to: peer))
-                        while let reply = inFlight.popLast() { deliver(reply) }
+            if topology == .folder {
+                for _ in 0..<3 {
+                    for d in holders {
+                        folder.deliverEverything(to: devices.indices)
+                        syncThroughFolder(d)
+                        inFlight.removeAll()
+                    }
+                }
+            } else {
+                for _ in 0..<2 {
+                    for d in holders {
+                        for peer in holders where peer != d {
+                            deliver(gossip(from: d, to: peer))
+                            while let reply = inFlight.popLast() { deliver(reply) }
+                        }
                     }
                 }
             }
@@ -362,7 +422,8 @@ public struct SyncRun {
         checkInvariants()
     }
 
-    /// The converged state of `account`: the hub's, or in the mesh the devices' common one.
+    /// The converged state of `account`: the hub's, or in the mesh and the folder the
+    /// devices' common one.
     public func convergedState(of account: AccountID) -> ReplicatedMap {
         topology == .hub ? hub.state(of: account) : meshStates[account] ?? ReplicatedMap()
     }

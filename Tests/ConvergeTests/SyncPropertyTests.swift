@@ -15,12 +15,13 @@ enum SyncProperties {
 
     static func converges(
         name: String = "hubConverges", cases: Int = defaultCases, hub: @escaping () -> HubSyncMachine = { makeHub() },
-        topology: SyncTopology = .hub, guessesHubContext: Bool = false, leaksAcrossAccounts: Bool = false
+        topology: SyncRun.Topology = .hub, guessesHubContext: Bool = false, leaksAcrossAccounts: Bool = false,
+        readsPastGaps: Bool = false
     ) -> PropertyFailure? {
         checkProperty(name, cases: cases,
-                      generate: { SyncHistory.generate(using: &$0) }, shrink: { $0.shrunk() }) { history in
+                      generate: { SyncHistory.generate(using: &$0, devices: topology == .folder ? 2...4 : 2...8) }, shrink: { $0.shrunk() }) { history in
             var run = SyncRun(history, hub: hub(), topology: topology, guessesHubContext: guessesHubContext,
-                              leaksAcrossAccounts: leaksAcrossAccounts)
+                              leaksAcrossAccounts: leaksAcrossAccounts, readsPastGaps: readsPastGaps)
             run.heal()
             return run.convergenceFailure(policies: everyPolicy)
         }
@@ -91,6 +92,28 @@ extension SyncPropertyTests {
         expectCaught(SyncProperties.converges(name: "meshConverges", cases: 300, topology: .mesh, leaksAcrossAccounts: true), by: .accountLeak)
     }
 
+    /// The same histories through the shared-folder transport on a simulated folder: each
+    /// file reaches each other device late, out of order, or never (if it is compacted
+    /// first); the quota is soft, as in the mesh.
+    @Test func folderConverges() {
+        expectHolds(SyncProperties.converges(name: "folderConverges", topology: .folder))
+    }
+
+    @Test func folderConvergenceCatchesAWriterThatGuessesWhatReadersHold() {
+        expectCaught(SyncProperties.converges(name: "folderConverges", cases: 300, topology: .folder, guessesHubContext: true),
+                     by: .meshConvergence)
+    }
+
+    @Test func folderConvergenceCatchesAReaderThatReadsPastAGap() {
+        expectCaught(SyncProperties.converges(name: "folderConverges", cases: 300, topology: .folder, readsPastGaps: true),
+                     by: .meshConvergence)
+    }
+
+    @Test func folderConvergenceCatchesADeviceThatLeaksDataAcrossAccounts() {
+        expectCaught(SyncProperties.converges(name: "folderConverges", cases: 300, topology: .folder, leaksAcrossAccounts: true),
+                     by: .accountLeak)
+    }
+
     /// The histories reach the interesting cases often enough for the properties to mean
     /// something: quota compensations, retired devices returning, tombstone collection and
     /// account switches.
@@ -114,6 +137,16 @@ extension SyncPropertyTests {
         }
         print("of \(cases) mesh histories, \(meshOverQuota) converged over the soft quota")
         #expect(meshOverQuota > cases / 20)
+        var (outOfOrder, neverDelivered) = (0, 0)
+        for _ in 0..<cases {
+            var run = SyncRun(SyncHistory.generate(using: &generator, devices: 2...4), hub: SyncProperties.makeHub(), topology: .folder)
+            run.heal()
+            if run.filesOutOfOrder > 0 { outOfOrder += 1 }
+            if run.filesNeverDelivered > 0 { neverDelivered += 1 }
+        }
+        print("of \(cases) folder histories, \(outOfOrder) delivered files out of order, \(neverDelivered) removed files before they arrived")
+        #expect(outOfOrder > cases / 20)
+        #expect(neverDelivered > cases / 20)
         print("of \(cases) histories: \(compensating) with compensations, \(returning) with a returning retired device, \(collecting) with tombstones collected, \(switching) with account switches, \(polling) with up-to-date answers to polls")
         #expect(compensating > cases / 10)
         #expect(returning > cases / 10)
