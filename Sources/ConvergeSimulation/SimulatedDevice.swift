@@ -15,8 +15,6 @@ struct SimulatedDevice {
     var clockOffsetMs = 0
     var clockDriftPpm = 0
     var crashed = false
-    /// The offline periods in progress (they may overlap).
-    var offline: Set<Int> = []
     var flushScheduled = false
     /// Ledger indices of the writes the disk has not made durable yet.
     var unflushedWrites: [Int] = []
@@ -35,6 +33,13 @@ struct SimulatedDevice {
         store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
         hubMachine = DeviceSyncMachine(device: id)
         meshMachine = MeshSyncMachine(device: id)
+    }
+
+    /// Sets the clock to this device's reading of `virtualMilliseconds` (virtual time since
+    /// the start of the run, which began at `base`): with its offset and drift.
+    func setClock(virtualMilliseconds now: Int, base: Int) {
+        let drifted = now + Int((Double(now) * Double(clockDriftPpm) / 1_000_000).rounded())
+        clock.set(milliseconds: UInt64(max(0, base + drifted + clockOffsetMs)))
     }
 
     /// Reopens the store from what the disk made durable, with fresh sync machines (their

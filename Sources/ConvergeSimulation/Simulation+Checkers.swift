@@ -131,7 +131,7 @@ extension Simulation {
     }
 
     func join(_ a: ReplicatedMap, _ b: ReplicatedMap) -> ReplicatedMap {
-        if input.variant == .leftBiasedJoin { return a }
+        if hooks.lawCheckerJoinKeepsLeft { return a }
         var result = a
         _ = result.join(b)
         return result

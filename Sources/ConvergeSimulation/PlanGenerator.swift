@@ -1,43 +1,5 @@
 import Foundation
 
-/// One input of a run, at a virtual time: a workload operation or a fault. A run's plan
-/// is drawn from its seed up front; a trace records it, so a replay needs no PRNG.
-public enum PlannedEvent: Hashable, Sendable {
-    case set(device: Int, key: Int, valueBytes: Int)
-    case remove(device: Int, key: Int)
-    case synchronize(device: Int)
-    case read(device: Int, key: Int)
-    /// `devices` are cut off from everything else (the hub and the other devices); with
-    /// `oneWay`, only what they send is lost.
-    case partition(devices: [Int], oneWay: Bool, durationMs: Int)
-    case offline(device: Int, durationMs: Int)
-    case hubOutage(durationMs: Int)
-    /// The device crashes (what its disk has not made durable is lost) and restarts later.
-    case crash(device: Int, downMs: Int)
-    /// The device switches to the second account, and back after `durationMs`.
-    case switchAccount(device: Int, durationMs: Int)
-    /// The device's clock: a fixed offset and a drift.
-    case clock(device: Int, offsetMs: Int, driftPpm: Int)
-
-    var isFault: Bool {
-        switch self {
-        case .set, .remove, .synchronize, .read, .clock: return false
-        default: return true
-        }
-    }
-}
-
-/// A planned event at its virtual time.
-public struct TimedEvent: Hashable, Sendable {
-    public var timeMs: Int
-    public var event: PlannedEvent
-
-    public init(timeMs: Int, event: PlannedEvent) {
-        self.timeMs = timeMs
-        self.event = event
-    }
-}
-
 /// Draws the plan of a run from its options and seed.
 public enum PlanGenerator {
     /// The events in time order; clock settings come first, at time 0.
@@ -111,37 +73,3 @@ public enum PlanGenerator {
         }.map(\.element)
     }
 }
-
-/// Chooses keys uniformly or by Zipf popularity (key 0 the most popular), by inverting a
-/// precomputed cumulative distribution.
-struct KeyChooser {
-    let count: Int
-    let cumulative: [Double]?
-
-    init(options: SimulationOptions) {
-        count = options.keys
-        guard options.zipf else { cumulative = nil; return }
-        var sums: [Double] = []
-        sums.reserveCapacity(count)
-        var total = 0.0
-        for rank in 1...count {
-            total += 1 / pow(Double(rank), options.zipfExponent)
-            sums.append(total)
-        }
-        cumulative = sums.map { $0 / total }
-    }
-
-    func next(_ generator: inout Xoshiro256StarStar) -> Int {
-        guard let cumulative else { return generator.next(below: count) }
-        let u = generator.nextUnitDouble()
-        var (low, high) = (0, cumulative.count - 1)
-        while low < high {
-            let mid = (low + high) / 2
-            if cumulative[mid] < u { low = mid + 1 } else { high = mid }
-        }
-        return low
-    }
-}
-
-/// The key string of key number `index`.
-func keyName(_ index: Int) -> String { "k\(index)" }

@@ -1,0 +1,37 @@
+/// One input of a run, at a virtual time: a workload operation or a fault. A run's plan
+/// is drawn from its seed up front; a trace records it, so a replay needs no PRNG.
+public enum PlannedEvent: Hashable, Sendable {
+    case set(device: Int, key: Int, valueBytes: Int)
+    case remove(device: Int, key: Int)
+    case synchronize(device: Int)
+    case read(device: Int, key: Int)
+    /// `devices` are cut off from everything else (the hub and the other devices); with
+    /// `oneWay`, only what they send is lost.
+    case partition(devices: [Int], oneWay: Bool, durationMs: Int)
+    case offline(device: Int, durationMs: Int)
+    case hubOutage(durationMs: Int)
+    /// The device crashes (what its disk has not made durable is lost) and restarts later.
+    case crash(device: Int, downMs: Int)
+    /// The device switches to the second account, and back after `durationMs`.
+    case switchAccount(device: Int, durationMs: Int)
+    /// The device's clock: a fixed offset and a drift.
+    case clock(device: Int, offsetMs: Int, driftPpm: Int)
+
+    var isFault: Bool {
+        switch self {
+        case .set, .remove, .synchronize, .read, .clock: return false
+        default: return true
+        }
+    }
+}
+
+/// A planned event at its virtual time.
+public struct TimedEvent: Hashable, Sendable {
+    public var timeMs: Int
+    public var event: PlannedEvent
+
+    public init(timeMs: Int, event: PlannedEvent) {
+        self.timeMs = timeMs
+        self.event = event
+    }
+}

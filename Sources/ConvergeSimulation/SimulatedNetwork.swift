@@ -1,0 +1,169 @@
+/// The network model: which links are up (partitions, offline periods, hub outages), what
+/// happens to each message (lost, delayed, duplicated, held back: a ``NetworkFate`` from
+/// the seed or a trace), and bounded queues (a node has at most `queueCapacity` messages
+/// in flight to it; more are dropped).
+///
+/// It moves bytes and nothing else: what the bytes mean is the business of the hub and
+/// the devices. Delivery times are the caller's to schedule.
+struct SimulatedNetwork {
+    /// An end of a link.
+    enum Node: Hashable {
+        case hub
+        case device(Int)
+    }
+
+    /// A message in flight.
+    struct Message {
+        var from: Node
+        var to: Node
+        var bytes: [UInt8]
+        /// Deliveries still to come (two for a duplicated message).
+        var copiesLeft: Int
+    }
+
+    /// A group of devices cut off from everything else; with `oneWay`, only what they send
+    /// is lost.
+    struct Partition {
+        var devices: Set<Int>
+        var oneWay: Bool
+    }
+
+    /// What became of a message sent.
+    enum Sending {
+        /// A fault cut the link (a partition, an offline period, an outage, a crash).
+        case droppedByFault
+        /// The receiver already had `queueCapacity` messages in flight.
+        case droppedByFullQueue
+        /// The network lost it.
+        case lost
+        /// It is message `id`, to be delivered after each of `delaysMs`.
+        case inFlight(id: Int, delaysMs: [Int])
+    }
+
+    /// What became of one delivery of a message.
+    enum Delivery {
+        /// The message is unknown or all its copies were delivered.
+        case none
+        /// A fault cut the link while it travelled.
+        case droppedByFault
+        case delivered(Message)
+    }
+
+    private var decisions: any NetworkDecisions
+    /// The network decisions the run used, by message (for the trace).
+    private(set) var usedFates: [Int: NetworkFate] = [:]
+    private var messages: [Int: Message] = [:]
+    private var nextMessageID = 0
+    private var inFlightTo: [Node: Int] = [:]
+    private var partitions: [Int: Partition] = [:]
+    private var hubOutages: Set<Int> = []
+    /// The offline periods in progress, by device (they may overlap).
+    private var offline: [Int: Set<Int>] = [:]
+    private var nextFaultID = 0
+    let queueCapacity: Int
+    /// The latency of every message once the network is healed.
+    let healedLatencyMs: Int
+    /// Whether every fault is over for good (the liveness phase).
+    private(set) var healed = false
+
+    init(decisions: any NetworkDecisions, queueCapacity: Int, healedLatencyMs: Int) {
+        self.decisions = decisions
+        self.queueCapacity = queueCapacity
+        self.healedLatencyMs = healedLatencyMs
+    }
+
+    // MARK: Faults
+
+    mutating func startPartition(of devices: [Int], oneWay: Bool) -> Int {
+        partitions[nextFaultID] = Partition(devices: Set(devices), oneWay: oneWay)
+        return newFaultID()
+    }
+
+    mutating func endPartition(_ id: Int) { partitions[id] = nil }
+
+    mutating func startOffline(device: Int) -> Int {
+        offline[device, default: []].insert(nextFaultID)
+        return newFaultID()
+    }
+
+    mutating func endOffline(_ id: Int, device: Int) { offline[device]?.remove(id) }
+
+    mutating func startHubOutage() -> Int {
+        hubOutages.insert(nextFaultID)
+        return newFaultID()
+    }
+
+    mutating func endHubOutage(_ id: Int) { hubOutages.remove(id) }
+
+    private mutating func newFaultID() -> Int {
+        nextFaultID += 1
+        return nextFaultID - 1
+    }
+
+    /// Whether device `d` is in an offline period (before healing).
+    func isOffline(_ d: Int) -> Bool { !healed && !(offline[d]?.isEmpty ?? true) }
+
+    /// Ends every fault for good: from now on every link is up and every message arrives
+    /// once, after ``healedLatencyMs``.
+    mutating func heal() {
+        healed = true
+        partitions.removeAll()
+        hubOutages.removeAll()
+        offline.removeAll()
+    }
+
+    /// Whether a message from `from` reaches `to` now; `crashed` says which devices are
+    /// down.
+    func linkIsUp(from: Node, to: Node, crashed: (Int) -> Bool) -> Bool {
+        if healed { return true }
+        for node in [from, to] {
+            switch node {
+            case .hub: if !hubOutages.isEmpty { return false }
+            case .device(let d): if crashed(d) || isOffline(d) { return false }
+            }
+        }
+        for partition in partitions.values {
+            let fromInside = { if case .device(let d) = from { return partition.devices.contains(d) } else { return false } }()
+            let toInside = { if case .device(let d) = to { return partition.devices.contains(d) } else { return false } }()
+            if partition.oneWay ? (fromInside && !toInside) : (fromInside != toInside) { return false }
+        }
+        return true
+    }
+
+    // MARK: Messages
+
+    /// Sends `bytes`: draws the message's fate (every message gets a number and a fate,
+    /// delivered or not, so the decisions of a trace line up), then checks the link, the
+    /// receiver's queue and the fate.
+    mutating func send(_ bytes: [UInt8], from: Node, to: Node, crashed: (Int) -> Bool) -> Sending {
+        let id = nextMessageID
+        nextMessageID += 1
+        let fate: NetworkFate
+        if healed {
+            fate = NetworkFate(delaysMs: [healedLatencyMs])
+        } else {
+            fate = decisions.fate(ofMessage: id)
+            usedFates[id] = fate
+        }
+        guard linkIsUp(from: from, to: to, crashed: crashed) else { return .droppedByFault }
+        guard inFlightTo[to, default: 0] < queueCapacity else { return .droppedByFullQueue }
+        guard !fate.delaysMs.isEmpty else { return .lost }
+        messages[id] = Message(from: from, to: to, bytes: bytes, copiesLeft: fate.delaysMs.count)
+        inFlightTo[to, default: 0] += 1
+        return .inFlight(id: id, delaysMs: fate.delaysMs)
+    }
+
+    /// One copy of message `id` arrives, if the link is still up.
+    mutating func deliver(_ id: Int, crashed: (Int) -> Bool) -> Delivery {
+        guard var message = messages[id] else { return .none }
+        message.copiesLeft -= 1
+        if message.copiesLeft == 0 {
+            messages[id] = nil
+            inFlightTo[message.to, default: 1] -= 1
+        } else {
+            messages[id] = message
+        }
+        guard linkIsUp(from: message.from, to: message.to, crashed: crashed) else { return .droppedByFault }
+        return .delivered(message)
+    }
+}

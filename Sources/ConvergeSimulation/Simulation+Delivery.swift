@@ -1,0 +1,57 @@
+import Converge
+
+/// Sending sync messages through the ``SimulatedNetwork`` and delivering them: every
+/// message is encoded to bytes on the way out and decoded on the way in, as a real
+/// transport would, then handed to the hub or to a device.
+extension Simulation {
+    typealias Node = SimulatedNetwork.Node
+
+    func send(_ message: SyncMessage, from: Node, to: Node) {
+        let bytes: [UInt8]
+        do { bytes = try message.encoded() } catch {
+            violations.append("sync: a message could not be encoded: \(error)")
+            return
+        }
+        metrics.messagesSent += 1
+        metrics.bytesSent += bytes.count
+        digest.update(bytes.count)
+        switch network.send(bytes, from: from, to: to, crashed: isCrashed) {
+        case .droppedByFault: metrics.messagesDroppedByFaults += 1
+        case .droppedByFullQueue: metrics.messagesDroppedByFullQueues += 1
+        case .lost: metrics.messagesLost += 1
+        case .inFlight(let id, let delays):
+            if delays.count > 1 { metrics.messagesDuplicated += delays.count - 1 }
+            for delay in delays { queue.schedule(.deliver(message: id), at: now + max(0, delay)) }
+        }
+    }
+
+    func deliver(_ id: Int) {
+        let message: SimulatedNetwork.Message
+        switch network.deliver(id, crashed: isCrashed) {
+        case .none: return
+        case .droppedByFault: metrics.messagesDroppedByFaults += 1; return
+        case .delivered(let delivered): message = delivered
+        }
+        digest.update(id)
+        digest.update(message.bytes)
+        let decoded: SyncMessage
+        do { decoded = try SyncMessage(encoded: message.bytes) } catch {
+            violations.append("sync: a message the simulator sent does not decode: \(error)")
+            return
+        }
+        switch (decoded, message.to) {
+        case (.push, .hub), (.poll, .hub):
+            hubReceives(decoded, from: message.from)
+        case (.upToDate, .device):
+            return
+        case (.reply(let reply), .device(let d)):
+            deviceReceives(reply, device: d)
+        case (.gossip(let gossip), .device(let d)):
+            deviceReceives(gossip, device: d)
+        default:
+            violations.append("sync: a message reached the wrong kind of node")
+        }
+    }
+
+    func isCrashed(_ d: Int) -> Bool { devices[d].crashed }
+}

@@ -1,0 +1,110 @@
+/// The event loop: events run in `(virtual time, insertion order)` order on one thread, and
+/// after every step the invariant checks run.
+extension Simulation {
+    /// What can happen at a moment of virtual time.
+    enum Event {
+        /// The plan's event at this index (an operation or a fault).
+        case planned(Int)
+        case deliver(message: Int)
+        case periodicSync(device: Int)
+        case flush(device: Int)
+        case restart(device: Int)
+        case partitionEnd(id: Int)
+        case offlineEnd(device: Int, id: Int)
+        case hubOutageEnd(id: Int)
+        case accountBack(device: Int)
+        case heal
+        case livenessCheck
+    }
+
+    /// Runs both phases and every checker.
+    public func run() -> SimulationResult {
+        for (index, timed) in input.plan.enumerated() { queue.schedule(.planned(index), at: timed.timeMs) }
+        let end = input.plan.last?.timeMs ?? 0
+        for index in devices.indices {
+            queue.schedule(.periodicSync(device: index),
+                           at: 1 + index * options.syncIntervalMs / max(devices.count, 1) + hooks.syncJitterMs())
+        }
+        queue.schedule(.heal, at: end + 1)
+        while !finished, let (time, event) = queue.pop() {
+            now = time
+            step(event)
+        }
+        if livenessMs == nil && !finished {
+            violations.append("the run ended before the replicas converged")
+        }
+        checkAfterConvergence()
+        return finish()
+    }
+
+    /// One step: the event, then the checks that run after every step.
+    func step(_ event: Event) {
+        handle(event)
+        eventsProcessed += 1
+        checkInvariantsAfterStep()
+        if eventsProcessed % 256 == 0 { checkLawsOnSampledStates() }
+    }
+
+    func handle(_ event: Event) {
+        switch event {
+        case .planned(let index):
+            digest.update(index)
+            perform(input.plan[index].event)
+        case .deliver(let id):
+            deliver(id)
+        case .periodicSync(let d):
+            synchronize(d)
+            queue.schedule(.periodicSync(device: d), at: now + options.syncIntervalMs + hooks.syncJitterMs())
+        case .flush(let d):
+            devices[d].flushScheduled = false
+            flush(d)
+        case .restart(let d):
+            restart(d)
+        case .partitionEnd(let id):
+            network.endPartition(id)
+        case .offlineEnd(let d, let id):
+            network.endOffline(id, device: d)
+        case .hubOutageEnd(let id):
+            network.endHubOutage(id)
+        case .accountBack(let d):
+            if devices[d].store.account != .default && !devices[d].crashed { switchAccount(d, to: .default) }
+        case .heal:
+            heal()
+        case .livenessCheck:
+            if let difference = convergenceDifference() {
+                if now - healTime > options.livenessBoundMs {
+                    violations.append("liveness: not converged \(options.livenessBoundMs) ms after healing: \(difference)")
+                    finished = true
+                } else {
+                    queue.schedule(.livenessCheck, at: now + options.syncIntervalMs)
+                }
+            } else {
+                livenessMs = now - healTime
+                finished = true
+            }
+        }
+    }
+
+    /// A planned event: an operation of the workload or a fault.
+    func perform(_ event: PlannedEvent) {
+        switch event {
+        case .set, .remove, .synchronize, .read:
+            performOperation(event)
+        case .partition, .offline, .hubOutage, .crash, .switchAccount, .clock:
+            inject(event)
+        }
+    }
+
+    /// The result, once both phases and the final checks are done: the digest covers every
+    /// replica's final state, the metrics and the violations.
+    func finish() -> SimulationResult {
+        let converged = livenessMs != nil
+        for device in devices { digest.update(device.store.replicatedState.encoded()) }
+        for account in hub.accountIDs { digest.update(hub.state(of: account).encoded()) }
+        let metricsJSON = metrics.json(simulation: self)
+        digest.update(metricsJSON.serialized())
+        for violation in violations { digest.update(violation) }
+        return SimulationResult(seed: input.seed, options: options, variant: input.variant, converged: converged,
+                                violations: violations, metrics: metricsJSON, digest: digest.hex, fates: network.usedFates)
+    }
+}

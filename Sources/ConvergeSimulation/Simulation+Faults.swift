@@ -1,0 +1,87 @@
+import Converge
+
+/// The faults the plan injects (partitions, offline periods, hub outages, crashes, account
+/// switches, clock settings), their ends, and healing them all for the liveness phase.
+extension Simulation {
+    /// One fault of the plan.
+    func inject(_ fault: PlannedEvent) {
+        switch fault {
+        case .partition(let group, let oneWay, let duration):
+            let id = network.startPartition(of: group, oneWay: oneWay)
+            if oneWay { metrics.oneWayPartitions += 1 } else { metrics.partitions += 1 }
+            queue.schedule(.partitionEnd(id: id), at: now + duration)
+        case .offline(let d, let duration):
+            let id = network.startOffline(device: d)
+            metrics.offlinePeriods += 1
+            if duration > options.retirementMs { metrics.longAbsences += 1 }
+            queue.schedule(.offlineEnd(device: d, id: id), at: now + duration)
+        case .hubOutage(let duration):
+            let id = network.startHubOutage()
+            metrics.hubOutages += 1
+            queue.schedule(.hubOutageEnd(id: id), at: now + duration)
+        case .crash(let d, let down):
+            guard !devices[d].crashed else { return }
+            crash(d)
+            queue.schedule(.restart(device: d), at: now + down)
+        case .switchAccount(let d, let duration):
+            guard !devices[d].crashed, devices[d].store.account == .default else { return }
+            switchAccount(d, to: Self.secondAccount)
+            queue.schedule(.accountBack(device: d), at: now + duration)
+        case .clock(let d, let offset, let drift):
+            devices[d].clockOffsetMs = offset
+            devices[d].clockDriftPpm = drift
+        case .set, .remove, .synchronize, .read:
+            preconditionFailure("not a fault: \(fault)")
+        }
+    }
+
+    /// A power cut: what the disk has not made durable is lost, and so are the writes it
+    /// held (never acknowledged; their dots will be reused).
+    func crash(_ d: Int) {
+        metrics.crashes += 1
+        devices[d].crashed = true
+        devices[d].disk.crash()
+        for index in devices[d].unflushedWrites {
+            metrics.writesLostInCrashes += 1
+            ledger.forget(index)
+        }
+        devices[d].unflushedWrites.removeAll()
+    }
+
+    func restart(_ d: Int) {
+        guard devices[d].crashed else { return }
+        setClock(d)
+        do {
+            try devices[d].reopen()
+        } catch {
+            violations.append("storage: \(devices[d].id) could not reopen its disk after a crash: \(error)")
+        }
+        devices[d].crashed = false
+        devices[d].flushScheduled = false
+    }
+
+    func switchAccount(_ d: Int, to account: AccountID) {
+        let store = devices[d].store
+        devices[d].cachedStates[store.account] = store.replicatedState
+        do {
+            try store.switchAccount(to: account)
+        } catch {
+            violations.append("storage: \(devices[d].id) could not switch account: \(error)")
+            return
+        }
+        devices[d].hubMachine.switchAccount(to: account)
+        devices[d].meshMachine.switchAccount(to: account)
+        metrics.accountSwitches += 1
+        scheduleFlush(d)
+        checkNoLeak(devices[d].store.replicatedState, account: account, at: "\(devices[d].id) after switching to \(account)")
+    }
+
+    /// The end of the safety phase: every fault healed, every device up; the liveness
+    /// checks start.
+    func heal() {
+        network.heal()
+        healTime = now
+        for d in devices.indices where devices[d].crashed { restart(d) }
+        queue.schedule(.livenessCheck, at: now + options.syncIntervalMs)
+    }
+}

@@ -1,0 +1,86 @@
+import Converge
+
+/// The workload: what the app does on a device (set, remove, read, synchronize), and the
+/// bookkeeping every local write takes (the write ledger, the disk's flush).
+extension Simulation {
+    /// One operation of the plan's workload.
+    func performOperation(_ operation: PlannedEvent) {
+        switch operation {
+        case .set(let d, let key, let bytes):
+            guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
+            metrics.sets += 1
+            write(.string(valueText(on: d, bytes: bytes)), forKey: keyName(key), on: d)
+        case .remove(let d, let key):
+            guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
+            metrics.removes += 1
+            write(nil, forKey: keyName(key), on: d)
+        case .synchronize(let d):
+            metrics.explicitSyncs += 1
+            synchronize(d)
+        case .read(let d, let key):
+            guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
+            metrics.reads += 1
+            if let value = devices[d].store.value(forKey: keyName(key)) { digest.update(value.encoded()) }
+        case .partition, .offline, .hubOutage, .crash, .switchAccount, .clock:
+            preconditionFailure("not an operation: \(operation)")
+        }
+    }
+
+    /// The value of a set: `bytes` long, and naming its account, device and number, so the
+    /// account checker can tell where any value came from.
+    func valueText(on d: Int, bytes: Int) -> String {
+        let prefix = "\(devices[d].store.account.rawValue)|d\(d)|\(metrics.sets)|"
+        return prefix + String(repeating: ".", count: max(0, bytes - prefix.utf8.count))
+    }
+
+    /// A local write through the store's public API, recorded in the ledger if the store
+    /// took it.
+    func write(_ value: Value?, forKey key: String, on d: Int) {
+        setClock(d)
+        let store = devices[d].store
+        let account = store.account
+        let before = store.siblings(forKey: key)
+        let shown = store.value(forKey: key)
+        let usageBefore = store.usage
+        do {
+            try store.setValue(value, forKey: key)
+        } catch {
+            metrics.writesRefused += 1
+            return
+        }
+        let usageAfter = store.usage
+        if options.topology == .mesh && !quota.admits(usageBefore)
+            && (usageAfter.keyCount > usageBefore.keyCount || usageAfter.valueBytes > usageBefore.valueBytes) {
+            violations.append("quota: \(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota")
+        }
+        guard let written = store.siblings(forKey: key).first(where: { $0.dot.replica == devices[d].id && !before.contains($0) })
+        else { return }
+        let index = ledger.record(account: account, device: d, key: key, dot: written.dot, hasValue: value != nil, timeMs: now)
+        devices[d].unflushedWrites.append(index)
+        ledger.markSuperseded(before.map(\.dot), account: account)
+        metrics.recordResolution(superseded: before, shown: shown, ledger: ledger, account: account)
+        observeContext(d)
+        scheduleFlush(d)
+        digest.update(written.dot.description)
+    }
+
+    /// Sets device `d`'s clock to its reading of the current virtual time.
+    func setClock(_ d: Int) {
+        devices[d].setClock(virtualMilliseconds: now, base: Self.baseMilliseconds)
+    }
+
+    func scheduleFlush(_ d: Int) {
+        guard !devices[d].flushScheduled else { return }
+        devices[d].flushScheduled = true
+        queue.schedule(.flush(device: d), at: now + options.flushIntervalMs)
+    }
+
+    /// The disk of device `d` makes its writes durable: from now on the no-lost-write
+    /// checker holds the run to them.
+    func flush(_ d: Int) {
+        guard !devices[d].crashed else { return }
+        devices[d].disk.flush()
+        for index in devices[d].unflushedWrites { ledger.writes[index].durable = true }
+        devices[d].unflushedWrites.removeAll()
+    }
+}
