@@ -1,0 +1,133 @@
+/// The durable form of one account of a hub: what a hub service writes after each exchange
+/// and reads back after a restart, so that a restarted hub answers exactly as the one that
+/// stopped would have.
+///
+/// Layout (integers as in ``BinaryWriter``): a magic byte and a format version, then the
+/// replicated state (as ``ReplicatedMap/Delta/encode(into:)``); the hub's clock (wall
+/// milliseconds, logical); the members in replica order, each with its acknowledged
+/// context, when it was last seen, and the context and frontier of the last reply it got;
+/// the retired devices in order; the returning devices awaiting a full state, with the
+/// context last sent to each; the stability tracker's candidates (frontier, witnessed) in
+/// order and its safe frontier; and the counts of collected tombstones and compensating
+/// writes. The cache of the last collection is not kept: it only saves work, and observing
+/// the same acknowledgements again gives the same frontier.
+extension HubSyncMachine {
+    /// The first byte of an encoded account state.
+    package static let accountStateMagic: UInt8 = 0xC8
+    /// The format version written.
+    package static let accountStateFormatVersion: UInt8 = 1
+
+    /// The durable encoding of `account`'s state, or `nil` if the hub holds nothing of it.
+    ///
+    /// Canonical: equal states encode to equal bytes, whatever order things were added in.
+    ///
+    /// - Complexity: O(*n* + *m* · *r*) for *n* siblings and *m* members of *r* replicas.
+    package func encodedState(of account: AccountID) -> [UInt8]? {
+        guard let state = accounts[account] else { return nil }
+        var writer = BinaryWriter(reservingCapacity: 256)
+        writer.writeByte(Self.accountStateMagic)
+        writer.writeByte(Self.accountStateFormatVersion)
+        state.map.asDelta.encode(into: &writer)
+        writer.writeVarint(state.clock.latest.wallMilliseconds)
+        writer.writeVarint(UInt64(state.clock.latest.logical))
+        writer.writeVarint(UInt64(state.members.count))
+        for device in state.members.keys.sorted() {
+            let member = state.members[device]!
+            writer.writeString(device.rawValue)
+            member.acknowledged.encode(into: &writer)
+            writer.writeVarint(member.lastSeenMilliseconds)
+            member.lastReplyContext.encode(into: &writer)
+            member.lastReplyFrontier.encode(into: &writer)
+        }
+        writer.writeVarint(UInt64(state.retired.count))
+        for device in state.retired.sorted() { writer.writeString(device.rawValue) }
+        writer.writeVarint(UInt64(state.awaitingFullState.count))
+        for device in state.awaitingFullState.keys.sorted() {
+            writer.writeString(device.rawValue)
+            state.awaitingFullState[device]!.encode(into: &writer)
+        }
+        writer.writeVarint(UInt64(state.stability.candidates.count))
+        for candidate in state.stability.candidates {
+            candidate.frontier.encode(into: &writer)
+            candidate.witnessed.encode(into: &writer)
+        }
+        state.stability.safeFrontier.encode(into: &writer)
+        writer.writeVarint(UInt64(state.tombstonesCollected))
+        writer.writeVarint(UInt64(state.compensations))
+        return writer.bytes
+    }
+
+    /// Replaces `account`'s state with one decoded from ``encodedState(of:)``'s bytes.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` (or ``ConvergeError/invalidValue(_:)``) if
+    ///   the bytes are not a canonical encoding of this version; the machine is unchanged.
+    /// - Complexity: O(*b*) for *b* bytes.
+    package mutating func restoreState(_ bytes: [UInt8], of account: AccountID,
+                                       limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
+        var reader = BinaryReader(bytes)
+        guard try reader.readByte() == Self.accountStateMagic else {
+            throw .malformed(.notConverge, "not the state of a hub account (bad magic byte)", at: 0)
+        }
+        let version = try reader.readByte()
+        guard version == Self.accountStateFormatVersion else {
+            throw .malformed(.unsupportedVersion, "unsupported hub account format version \(version)", at: 1)
+        }
+        var state = AccountState()
+        let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
+        state.map = try ReplicatedMap(entries: delta.entries, context: delta.context)
+        let wall = try reader.readVarint()
+        let logicalAt = reader.offset
+        let logical = try reader.readVarint()
+        guard logical <= UInt64(UInt32.max) else { throw .malformed(.outOfRange, "logical clock out of range", at: logicalAt) }
+        state.clock = HybridLogicalClock(latest: HybridTimestamp(wallMilliseconds: wall, logical: UInt32(logical)))
+        let memberCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 5)
+        var previous: ReplicaID?
+        for _ in 0..<memberCount {
+            let device = try Self.readOrderedReplica(&reader, after: &previous)
+            let acknowledged = try VersionVector(from: &reader, limits: limits)
+            let lastSeen = try reader.readVarint()
+            var member = Member(acknowledged: acknowledged, lastSeenMilliseconds: lastSeen)
+            member.lastReplyContext = try VersionVector(from: &reader, limits: limits)
+            member.lastReplyFrontier = try VersionVector(from: &reader, limits: limits)
+            state.members[device] = member
+        }
+        let retiredCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 2)
+        previous = nil
+        for _ in 0..<retiredCount { state.retired.insert(try Self.readOrderedReplica(&reader, after: &previous)) }
+        let awaitingCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 3)
+        previous = nil
+        for _ in 0..<awaitingCount {
+            let device = try Self.readOrderedReplica(&reader, after: &previous)
+            state.awaitingFullState[device] = try VersionVector(from: &reader, limits: limits)
+        }
+        let candidateCount = try reader.readCount(limit: StabilityTracker.maximumCandidates, minimumElementBytes: 2)
+        for _ in 0..<candidateCount {
+            let frontier = try VersionVector(from: &reader, limits: limits)
+            let witnessed = try VersionVector(from: &reader, limits: limits)
+            state.stability.candidates.append(StabilityTracker.Candidate(frontier: frontier, witnessed: witnessed))
+        }
+        state.stability.safeFrontier = try VersionVector(from: &reader, limits: limits)
+        let countsAt = reader.offset
+        let collected = try reader.readVarint(), compensations = try reader.readVarint()
+        guard collected <= UInt64(Int.max), compensations <= UInt64(Int.max) else {
+            throw .malformed(.outOfRange, "count out of range", at: countsAt)
+        }
+        state.tombstonesCollected = Int(collected)
+        state.compensations = Int(compensations)
+        try reader.expectEnd()
+        accounts[account] = state
+    }
+
+    /// Reads a replica ID that must come after `previous` in order (the encoding is canonical).
+    private static func readOrderedReplica(_ reader: inout BinaryReader, after previous: inout ReplicaID?) throws(ConvergeError) -> ReplicaID {
+        let at = reader.offset
+        guard let replica = ReplicaID(try reader.readString(limit: ReplicaID.maximumLengthBytes)) else {
+            throw .malformed(.invalidIdentifier, "invalid replica ID", at: at)
+        }
+        if let previous, !(previous < replica) {
+            throw .malformed(.nonCanonical, "replicas not in strictly increasing order", at: at)
+        }
+        previous = replica
+        return replica
+    }
+}
