@@ -1,8 +1,9 @@
 // swift-tools-version: 6.0
 //
 // Converge: a conflict-aware replicated key-value store with CRDT merging.
-// No package dependencies: only the Swift toolchain's own modules (and, later,
-// the system SQLite library). That is a project requirement, not an accident.
+// No package dependencies: only the Swift toolchain's own modules and system C
+// libraries through system-library targets (SQLite; libcrypto for the hub's token
+// hashes). That is a project requirement, not an accident.
 
 import PackageDescription
 
@@ -17,6 +18,8 @@ let package = Package(
         .executable(name: "converge-sim", targets: ["converge-sim"]),
         .executable(name: "converge-bench", targets: ["converge-bench"]),
         .executable(name: "converge", targets: ["converge"]),
+        .library(name: "ConvergeHub", targets: ["ConvergeHub"]),
+        .executable(name: "converge-hub", targets: ["converge-hub"]),
     ],
     targets: [
         .target(name: "Converge"),
@@ -25,6 +28,10 @@ let package = Package(
         .target(name: "ConvergeSQLite", dependencies: ["Converge", "CSQLite"]),
         .target(name: "ConvergeSharedFolder", dependencies: ["Converge"]),
         .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite", "ConvergeSharedFolder"]),
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"]), .brew(["openssl"])]),
+        .target(name: "ConvergeHub", dependencies: ["Converge", "ConvergeSQLite", "CSQLite", "CCrypto"]),
+        .executableTarget(name: "converge-hub", dependencies: ["ConvergeHub"]),
         .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
         .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite"], path: "Benchmarks/converge-bench"),
         .target(
@@ -45,6 +52,10 @@ let package = Package(
             name: "ConvergeSQLiteTests",
             dependencies: ["Converge", "ConvergeSQLite", "ConvergeSimulation", "ConvergeTestSupport", "converge",
                            "converge-stress-writer"]
+        ),
+        .testTarget(
+            name: "ConvergeHubTests",
+            dependencies: ["Converge", "ConvergeHub", "ConvergeSimulation", "ConvergeTestSupport", "converge-hub"]
         ),
     ],
     swiftLanguageModes: [.v6]

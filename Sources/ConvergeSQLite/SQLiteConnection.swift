@@ -3,14 +3,15 @@ import Converge
 
 /// A thin wrapper over one SQLite connection: statements with bound parameters, and
 /// every failure turned into a ``ConvergeError/storage(_:)`` with its kind and the file.
-final class SQLiteConnection {
-    let path: String
+/// `package`, so the hub's SQLite state store uses the same wrapper.
+package final class SQLiteConnection {
+    package let path: String
     fileprivate var handle: OpaquePointer?
 
     /// SQLite's own destructor value telling it to copy bound bytes.
     fileprivate static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    init(path: String, readOnly: Bool = false) throws(ConvergeError) {
+    package init(path: String, readOnly: Bool = false) throws(ConvergeError) {
         self.path = path
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         var db: OpaquePointer?
@@ -63,7 +64,7 @@ final class SQLiteConnection {
     }
 
     /// A value to bind or read.
-    enum Column {
+    package enum Column {
         case integer(Int64)
         case text(String)
         case blob([UInt8])
@@ -72,7 +73,7 @@ final class SQLiteConnection {
 
     /// A prepared statement, reusable with new parameters (preparing once per batch is
     /// much cheaper than once per row).
-    final class Statement {
+    package final class Statement {
         let connection: SQLiteConnection
         let action: StorageFailure.Operation
         fileprivate var handle: OpaquePointer?
@@ -88,7 +89,7 @@ final class SQLiteConnection {
 
         /// Runs the statement with `parameters`, returning every row.
         @discardableResult
-        func run(_ parameters: [Column] = []) throws(ConvergeError) -> [[Column]] {
+        package func run(_ parameters: [Column] = []) throws(ConvergeError) -> [[Column]] {
             sqlite3_reset(handle)
             sqlite3_clear_bindings(handle)
             for (index, parameter) in parameters.enumerated() {
@@ -130,18 +131,18 @@ final class SQLiteConnection {
         }
     }
 
-    func prepare(_ sql: String, doing action: StorageFailure.Operation = .write) throws(ConvergeError) -> Statement {
+    package func prepare(_ sql: String, doing action: StorageFailure.Operation = .write) throws(ConvergeError) -> Statement {
         try Statement(connection: self, sql: sql, action: action)
     }
 
     /// Runs `sql` with `parameters`, returning every row.
     @discardableResult
-    func execute(_ sql: String, _ parameters: [Column] = [], doing action: StorageFailure.Operation = .write) throws(ConvergeError) -> [[Column]] {
+    package func execute(_ sql: String, _ parameters: [Column] = [], doing action: StorageFailure.Operation = .write) throws(ConvergeError) -> [[Column]] {
         try prepare(sql, doing: action).run(parameters)
     }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
-    func transaction<T>(_ body: () throws(ConvergeError) -> T) throws(ConvergeError) -> T {
+    package func transaction<T>(_ body: () throws(ConvergeError) -> T) throws(ConvergeError) -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -155,7 +156,7 @@ final class SQLiteConnection {
 }
 
 extension SQLiteConnection.Column {
-    var integer: Int64? { if case .integer(let v) = self { return v }; return nil }
-    var text: String? { if case .text(let v) = self { return v }; return nil }
-    var blob: [UInt8]? { if case .blob(let v) = self { return v }; return nil }
+    package var integer: Int64? { if case .integer(let v) = self { return v }; return nil }
+    package var text: String? { if case .text(let v) = self { return v }; return nil }
+    package var blob: [UInt8]? { if case .blob(let v) = self { return v }; return nil }
 }

@@ -1,0 +1,106 @@
+import Converge
+import Foundation
+
+/// The maintenance thread's state: whether to stop, and whether it has.
+struct MaintenanceState {
+    var running = false
+    var stopRequested = false
+}
+
+extension HubService {
+    /// Starts the hub's own schedule on a thread: every
+    /// ``HubConfiguration/flushIntervalMilliseconds`` it writes the bookkeeping of
+    /// "up to date" polls, and every ``HubConfiguration/maintenanceIntervalMilliseconds``
+    /// it retires silent devices (which lets tombstones be collected) in every stored account.
+    public func startMaintenance() {
+        let started = maintenance.withLock { state -> Bool in
+            guard !state.running else { return false }
+            state.running = true
+            state.stopRequested = false
+            return true
+        }
+        guard started else { return }
+        let thread = Thread { [self] in
+            var nextRetirement = MonotonicClock.nowNanoseconds() + configuration.maintenanceIntervalMilliseconds * 1_000_000
+            while true {
+                let tick = min(configuration.flushIntervalMilliseconds, configuration.maintenanceIntervalMilliseconds, 100)
+                var waited: UInt64 = 0
+                while waited < configuration.flushIntervalMilliseconds {
+                    if maintenance.withLock({ $0.stopRequested }) {
+                        maintenance.withLock { $0.running = false }
+                        return
+                    }
+                    usleep(UInt32(tick * 1_000))
+                    waited += tick
+                }
+                flush()
+                if MonotonicClock.nowNanoseconds() >= nextRetirement {
+                    retireSilentDevices()
+                    nextRetirement = MonotonicClock.nowNanoseconds() + configuration.maintenanceIntervalMilliseconds * 1_000_000
+                }
+            }
+        }
+        thread.name = "converge-hub maintenance"
+        thread.start()
+    }
+
+    /// Stops the maintenance thread (waiting for it), then writes what is not yet written.
+    public func stopMaintenance() {
+        maintenance.withLock { $0.stopRequested = true }
+        while maintenance.withLock({ $0.running }) { usleep(1_000) }
+        flush()
+    }
+
+    /// Writes every account changed only by "up to date" polls.
+    ///
+    /// - Returns: How many accounts were written.
+    @discardableResult
+    public func flush() -> Int {
+        let loaded = slots.withLock { Array($0) }
+        var written = 0
+        for (account, slot) in loaded.sorted(by: { $0.key < $1.key }) {
+            slot.state.withLock { state in
+                guard state.dirty, let machine = state.machine else { return }
+                do {
+                    if try commit(machine, of: account, into: &state) { written += 1 }
+                } catch {
+                    metrics.recordMaintenanceFailure()
+                }
+            }
+        }
+        return written
+    }
+
+    /// Retires the devices of every stored account silent for longer than the retirement
+    /// interval, collecting the tombstones that lets go, and commits each account changed.
+    ///
+    /// Accounts not in memory are loaded for this and let go again after.
+    ///
+    /// - Returns: How many devices were retired.
+    @discardableResult
+    public func retireSilentDevices() -> Int {
+        let accounts: [AccountID]
+        do { accounts = try store.accountIDs() } catch {
+            metrics.recordMaintenanceFailure()
+            return 0
+        }
+        var retiredCount = 0
+        for account in accounts {
+            let slot = self.slot(for: account)
+            let unload = slot.state.withLock { state -> Bool in
+                let wasLoaded = state.machine != nil
+                do {
+                    var machine = try loadedMachine(&state, account: account)
+                    let retired = machine.retireSilentMembers(nowMilliseconds: clock.nowMilliseconds())
+                    if !retired.isEmpty, try commit(machine, of: account, into: &state) { retiredCount += retired.count }
+                } catch {
+                    metrics.recordMaintenanceFailure()
+                }
+                return !wasLoaded && !state.dirty
+            }
+            if unload { slots.withLock { $0[account] = nil } }
+        }
+        metrics.recordRetirements(retiredCount)
+        return retiredCount
+    }
+}

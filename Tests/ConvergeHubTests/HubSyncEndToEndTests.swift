@@ -1,0 +1,159 @@
+import Converge
+import ConvergeHub
+import ConvergeSimulation
+import ConvergeTestSupport
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("converge-hub: devices sync through the built binary over loopback")
+struct HubSyncEndToEndTests {
+    @Test func twoDevicesSyncThroughTheHubAndTheHubResumesAfterARestart() async throws {
+        let data = temporaryFolder("roundtrip").appendingPathComponent("data")
+        let token = try HubProcess.createToken(data: data, account: "alice")
+        var hub = try HubProcess(data: data)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: RawHubTransport(port: hub.port, token: token), account: "alice")
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: RawHubTransport(port: hub.port, token: token), account: "alice")
+        phone.set(["Surrey", "Kent"], forKey: "FavouriteCounties")
+        phone.set(Int64(42), forKey: "answer")
+        try await phone.sync()
+        let changed = Mutex<[String]>([])
+        let observer = NotificationCenter.default.addObserver(forName: ReplicatedKeyValueStore.didChangeExternallyNotification,
+                                                              object: tablet, queue: nil) { note in
+            changed.withLock { $0 += (note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String]) ?? [] }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try await tablet.sync()
+        #expect(tablet.array(forKey: "FavouriteCounties") as? [String] == ["Surrey", "Kent"])
+        #expect(tablet.longLong(forKey: "answer") == 42)
+        #expect(changed.withLock { $0.sorted() } == ["FavouriteCounties", "answer"])
+        // A steady-state exchange is a poll answered "up to date".
+        try await tablet.sync()
+        let metrics = try RawHTTPClient(port: hub.port).request("GET", "/metrics").text
+        #expect(metrics.contains("converge_hub_syncs_total{kind=\"push\"} 2"), "\(metrics)")
+        #expect(metrics.contains("converge_hub_syncs_total{kind=\"poll\"} 1"))
+        #expect(metrics.contains("converge_hub_accounts 1"))
+        #expect(hub.log.contains("account=alice device=tablet kind=poll answer=up-to-date"))
+        // Restart on the same folder: the hub resumes where it was.
+        #expect(hub.stop() == 0)
+        hub = try HubProcess(data: data)
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", transport: RawHubTransport(port: hub.port, token: token), account: "alice")
+        try await laptop.sync()
+        #expect(laptop.longLong(forKey: "answer") == 42)
+        #expect(hub.stop() == 0)
+    }
+
+    @Test func aWrongTokenGets401AnotherAccountsTokenGets403AndNothingChanges() async throws {
+        let data = temporaryFolder("tokens").appendingPathComponent("data")
+        let alice = try HubProcess.createToken(data: data, account: "alice")
+        let bob = try HubProcess.createToken(data: data, account: "bob")
+        let hub = try HubProcess(data: data)
+        let intruder = ReplicatedKeyValueStore(replicaID: "intruder", transport: RawHubTransport(port: hub.port, token: bob), account: "alice")
+        intruder.set("stolen", forKey: "secret")
+        await #expect(throws: RawHubTransport.Refused.self) { try await intruder.sync() }
+        let forged = "cvgh_" + String(alice.dropFirst(5).reversed())
+        let guesser = ReplicatedKeyValueStore(replicaID: "guesser", transport: RawHubTransport(port: hub.port, token: forged), account: "alice")
+        guesser.set("guessed", forKey: "secret")
+        do {
+            try await guesser.sync()
+            Issue.record("a forged token was accepted")
+        } catch let refused as RawHubTransport.Refused {
+            #expect(refused.status == 401)
+        }
+        do {
+            try await intruder.sync()
+        } catch let refused as RawHubTransport.Refused {
+            #expect(refused.status == 403 && refused.text.contains("belongs to account bob"))
+        }
+        // No token at all.
+        let bare = try RawHTTPClient(port: hub.port).request("POST", "/sync", body: [1, 2, 3])
+        #expect(bare.status == 401 && bare.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+        // Alice's own device sees nothing of it, and bob's account holds nothing.
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: RawHubTransport(port: hub.port, token: alice), account: "alice")
+        try await phone.sync()
+        #expect(phone.dictionaryRepresentation.isEmpty)
+        let bobsPhone = ReplicatedKeyValueStore(replicaID: "phone", transport: RawHubTransport(port: hub.port, token: bob), account: "bob")
+        try await bobsPhone.sync()
+        #expect(bobsPhone.dictionaryRepresentation.isEmpty)
+        let metrics = try RawHTTPClient(port: hub.port).request("GET", "/metrics").text
+        #expect(metrics.contains("converge_hub_rejected_requests_total{reason=\"unauthorized\"} 2"), "\(metrics)")
+        #expect(metrics.contains("converge_hub_rejected_requests_total{reason=\"wrong_account\"} 2"))
+        #expect(hub.stop() == 0)
+    }
+
+    @Test func accountsNeverSeeEachOthersKeys() async throws {
+        let data = temporaryFolder("accounts").appendingPathComponent("data")
+        let alice = try HubProcess.createToken(data: data, account: "alice")
+        let bob = try HubProcess.createToken(data: data, account: "bob")
+        let hub = try HubProcess(data: data)
+        let stores = [("alice", alice), ("bob", bob)].flatMap { account, token in
+            (0..<2).map { ReplicatedKeyValueStore(replicaID: ReplicaID("\(account)-\($0)")!,
+                                                  transport: RawHubTransport(port: hub.port, token: token), account: AccountID(account)!) }
+        }
+        for (index, store) in stores.enumerated() { store.set("\(index)", forKey: "\(store.account)-key-\(index)") }
+        for _ in 0..<2 { for store in stores { try await store.sync() } }
+        for store in stores {
+            let keys = store.dictionaryRepresentation.keys.sorted()
+            #expect(keys.count == 2 && keys.allSatisfy { $0.hasPrefix("\(store.account)-") }, "\(store.replicaID): \(keys)")
+        }
+        #expect(hub.stop() == 0)
+    }
+
+    @Test func kill9InTheMiddleOfWritingAndSyncingLosesNoAcknowledgedWrite() async throws {
+        // Seeded kill times; several rounds on the same folder.
+        var generator = Xoshiro256StarStar(seed: 9_009)
+        let data = temporaryFolder("kill9").appendingPathComponent("data")
+        let token = try HubProcess.createToken(data: data, account: "alice")
+        var acknowledged: [String: Int64] = [:]
+        var written: [String: Set<Int64>] = [:]
+        var next: Int64 = 0
+        var failuresAfterKill = 0
+        for round in 0..<4 {
+            let hub = try HubProcess(data: data)
+            let writer = ReplicatedKeyValueStore(replicaID: ReplicaID("writer-\(round)")!,
+                                                 transport: RawHubTransport(port: hub.port, token: token), account: "alice")
+            try await writer.sync()  // start from what the hub holds, so new writes supersede it
+            let killAfterMilliseconds = generator.next(in: 30...250)
+            let pid = hub.process.processIdentifier
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(killAfterMilliseconds)) { kill(pid, SIGKILL) }
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                var batch: [String: Int64] = [:]
+                for _ in 0..<generator.next(in: 1...4) {
+                    let key = "k\(next % 40)"
+                    writer.set(next, forKey: key)
+                    batch[key] = next
+                    written[key, default: []].insert(next)
+                    next += 1
+                }
+                do {
+                    try await writer.sync()
+                    // The hub answered: it committed the push first.
+                    acknowledged.merge(batch) { _, new in new }
+                } catch {
+                    failuresAfterKill += 1
+                    break
+                }
+            }
+            _ = hub.stop(signal: SIGKILL)
+            // Restart on the same folder and read everything back with a new device.
+            let restarted = try HubProcess(data: data)
+            let reader = ReplicatedKeyValueStore(replicaID: ReplicaID("reader-\(round)")!,
+                                                 transport: RawHubTransport(port: restarted.port, token: token), account: "alice")
+            try await reader.sync()
+            for (key, value) in acknowledged.sorted(by: { $0.key < $1.key }) {
+                // The acknowledged value, or a later write of the key that reached the hub
+                // before the kill even though its answer never arrived (values only grow).
+                let found = reader.longLong(forKey: key)
+                #expect(found >= value && written[key]!.contains(found),
+                        "round \(round): \(key) was acknowledged as \(value), the restarted hub has \(found)")
+            }
+            #expect(restarted.stop() == 0)
+        }
+        #expect(failuresAfterKill == 4, "every round must have been cut by the kill")
+        #expect(acknowledged.count > 10, "too few writes were acknowledged to show anything")
+    }
+}
