@@ -33,7 +33,10 @@ let package = Package(
         .target(name: "ConvergeHub", dependencies: ["Converge", "ConvergeSQLite", "CSQLite", "CCrypto"]),
         .executableTarget(name: "converge-hub", dependencies: ["ConvergeHub"]),
         .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
-        .executableTarget(name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite"], path: "Benchmarks/converge-bench"),
+        .executableTarget(
+            name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite", "CSQLite"],
+            path: "Benchmarks/converge-bench"
+        ),
         .target(
             name: "ConvergeTestSupport",
             dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeSimulation"],

@@ -1,8 +1,8 @@
 import Converge
-import ConvergeSimulation
+import ConvergeSimulation  // its seeded generator
 import Foundation
 
-/// What syncing and metadata cost, and how fast the simulator runs.
+/// What syncing and metadata cost in bytes.
 enum SyncBenchmarks {
     /// Sixteen stores on one hub, synced, each having written `keysEach` keys.
     static func syncedStores(keysEach: Int = 4) -> (InMemoryHub, [ReplicatedKeyValueStore]) {
@@ -88,66 +88,5 @@ enum SyncBenchmarks {
             ("replicas", 16), ("keys", Double(state.entries.count)), ("state_bytes", Double(bytes)), ("payload_bytes", Double(payload)),
             ("metadata_bytes_per_key", perKey),
         ], goal: "<= 32 bytes per key", met: perKey <= 32)
-    }
-
-    /// metadata.memory: resident memory of a full iCloud-sized store (1,024 keys, 1 MB of
-    /// values) against its encoded size. Measured in a fresh child process, so memory freed
-    /// by earlier benchmarks cannot hide what the store takes.
-    static func residentMemory() -> BenchmarkResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        process.arguments = ["--memory-probe"]
-        let out = Pipe()
-        process.standardOutput = out
-        try! process.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
-        precondition(numbers.count == 3, "the memory probe failed: \(text)")
-        let (valueBytes, encoded, resident) = (numbers[0], numbers[1], numbers[2])
-        let ratio = resident / encoded
-        return BenchmarkResult(name: "metadata.memory", figures: [
-            ("keys", 1_024), ("value_bytes", valueBytes), ("encoded_bytes", encoded), ("resident_bytes", resident), ("ratio", ratio),
-        ], goal: "resident <= 2x encoded", met: ratio <= 2)
-    }
-
-    /// The child side of ``residentMemory()``: prints value bytes, encoded bytes and the
-    /// growth of resident memory while building the store.
-    static func memoryProbe() {
-        // Touch the code paths first, so pages of code and libraries loaded on first use
-        // are not counted as the store's.
-        do {
-            let warm = ReplicatedKeyValueStore(replicaID: "warm", clock: ManualClock())
-            for index in 0..<16 { try! warm.setValue(.data(Data(repeating: 1, count: 1_000)), forKey: String(format: "key-%04d", index)) }
-            blackHole(warm.replicatedState.encoded())
-        }
-        let before = Measure.residentBytes() ?? 0
-        let store = ReplicatedKeyValueStore(replicaID: "memory", clock: ManualClock())
-        let valueBytes = Quota.iCloud.maximumTotalValueBytes / 1_024 - 8
-        for index in 0..<1_024 {
-            try! store.setValue(.data(Data(repeating: UInt8(index % 251), count: valueBytes)), forKey: String(format: "key-%04d", index))
-        }
-        let after = Measure.residentBytes() ?? 0
-        let encoded = store.replicatedState.encoded().count
-        blackHole(store)
-        print(store.usage.valueBytes, encoded, after - before)
-    }
-
-    /// simulation.events: simulated events per second on one core, over the default
-    /// scenario with 10 devices.
-    static func simulationThroughput() -> BenchmarkResult {
-        var scenario = Scenario.standard
-        try! scenario.set("devices", .int(10))
-        try! scenario.set("operations", .int(20_000))
-        let input = try! SimulationInput(scenario: scenario, seed: 1)
-        var events = 0
-        let time = Measure.median {
-            let result = Simulation(input).run()
-            precondition(result.passed, "the benchmark run failed: \(result.violations)")
-            events = Int(result.metrics["checks"]!["events"]!.intValue!)
-        }
-        return BenchmarkResult(name: "simulation.events", figures: [
-            ("events", Double(events)), ("time_ms", time), ("events_per_s", Double(events) / time * 1_000),
-        ])
     }
 }

@@ -1,0 +1,214 @@
+import Converge
+import Foundation
+
+/// Whether costs follow what changed rather than the size of the whole state: one changed
+/// key in a small and in a large state, one push to a hub with few and with many members,
+/// and the bytes of a reply carrying one key.
+enum ChangeBenchmarks {
+    static let small = 1_000
+    static let large = 1_000_000
+    static let wall: UInt64 = 1_700_000_000_000
+
+    static func timestamp(_ index: Int) -> HybridTimestamp {
+        HybridTimestamp(wallMilliseconds: wall - 10_000_000 + UInt64(index / 1_000), logical: UInt32(index % 1_000))
+    }
+
+    /// A map of `count` keys written by one replica.
+    static func map(keys count: Int) -> ReplicatedMap {
+        var map = ReplicatedMap()
+        for index in 0..<count { map.write(.integer(Int64(index)), forKey: "key-\(index)", replica: "writer", timestamp: timestamp(index)) }
+        return map
+    }
+
+    /// A verdict on a cost at the large size against the small one: at most `limit` times.
+    static func scaling(name: String, unit: String = "ns", smallCost: Double, largeCost: Double, limit: Double = 2) -> BenchmarkResult {
+        BenchmarkResult(name: name, figures: [
+            ("\(unit)_at_1k_keys", smallCost), ("\(unit)_at_1m_keys", largeCost),
+        ], ratio: largeCost / smallCost, atMost: limit)
+    }
+
+    /// delta.1key: `delta(for:)` for a peer that lacks exactly one write, at 1,000 and at
+    /// 1,000,000 keys.
+    static func oneKeyDelta() -> BenchmarkResult {
+        func cost(keys count: Int) -> Double {
+            var map = map(keys: count)
+            let peer = map.context
+            map.write(.string("changed"), forKey: "key-0", replica: "writer", timestamp: timestamp(count))
+            return Measure.nanosecondsPerOperation {
+                let delta = map.delta(for: peer)
+                precondition(delta.entries.count == 1 && delta.entries["key-0"]?.first?.value == .string("changed"))
+            }.nanoseconds
+        }
+        return scaling(name: "delta.1key", smallCost: cost(keys: small), largeCost: cost(keys: large))
+    }
+
+    /// merge.1key: `store.merge` of a delta carrying one key (another replica's new write),
+    /// into an in-memory store of 1,000 and of 1,000,000 keys.
+    static func oneKeyMerge() -> BenchmarkResult {
+        func cost(keys count: Int) -> Double {
+            let store = StoreBenchmarks.emptyStore()
+            try! store.setValues((0..<count).map { (key: "key-\($0)", value: Value.integer(Int64($0))) })
+            var peer = ReplicatedMap()
+            var last: Int64 = -1
+            let cost = Measure.nanosecondsPerOperation(prepare: { index -> ReplicatedMap.Delta in
+                let before = peer.context
+                peer.write(.integer(Int64(index)), forKey: "merged", replica: "peer", timestamp: timestamp(index))
+                let delta = peer.delta(for: before)
+                precondition(delta.entries.count == 1)
+                last = Int64(index)
+                return delta
+            }) { delta in
+                let changed = try! store.merge(delta)
+                precondition(changed == ["merged"])
+            }.nanoseconds
+            precondition(store.value(forKey: "merged") == .integer(last) && store.usage.keyCount == count + 1)
+            return cost
+        }
+        return scaling(name: "merge.1key", smallCost: cost(keys: small), largeCost: cost(keys: large))
+    }
+
+    /// hub.push.keys: the hub handling a push of one key (decoding it, applying it and
+    /// encoding its reply) from a device that holds the hub's context, with 2 members, at
+    /// 1,000 and at 1,000,000 keys.
+    static func hubPushByKeys() -> BenchmarkResult {
+        func cost(keys count: Int) -> Double {
+            var fixture = HubFixture(keys: count, members: 2)
+            return fixture.pushCost(from: 0)
+        }
+        return scaling(name: "hub.push.keys", smallCost: cost(keys: small), largeCost: cost(keys: large))
+    }
+
+    /// The hub of 1,540 members (one key each), shared by the two benchmarks that need it:
+    /// joining them is slow while pushes cost O(members).
+    nonisolated(unsafe) static var manyMembers: HubFixture?
+    static func hubWithManyMembers() -> HubFixture {
+        if let hub = manyMembers { return hub }
+        let hub = HubFixture(keys: 1_540, members: 1_540)
+        manyMembers = hub
+        return hub
+    }
+
+    /// hub.push.members: the same push with 1,540 members against 2, both hubs holding
+    /// 1,540 keys.
+    static func hubPushByMembers() -> BenchmarkResult {
+        var few = HubFixture(keys: 1_540, members: 2)
+        var many = hubWithManyMembers()
+        let fewCost = few.pushCost(from: 0), manyCost = many.pushCost(from: 0)
+        return BenchmarkResult(name: "hub.push.members", figures: [
+            ("ns_at_2_members", fewCost), ("ns_at_1540_members", manyCost),
+            ("join_1540_members_s", many.joinMilliseconds / 1_000),
+        ], ratio: manyCost / fewCost, atMost: 2)
+    }
+
+    /// hub.reply.bytes: the reply that brings a device one key another device wrote, at
+    /// 1,540 replicas, when the hub knows the device's context (its last reply was taken).
+    static func oneKeyReplyBytes() -> BenchmarkResult {
+        var fixture = hubWithManyMembers()
+        let (readerMachine, readerState) = fixture.deviceHoldingHubContext(0)
+        var reader = readerMachine
+        // The reader acknowledges the hub's context: from now on the hub knows what it holds.
+        let acknowledgement = try! SyncMessage.push(reader.push(from: readerState)).encoded()
+        let acknowledged = fixture.exchange(acknowledgement)
+        let actions = reader.receive(try! SyncMessage(encoded: acknowledged))
+        guard case .applyDelta(let nothing)? = actions.first, nothing.entries.isEmpty, reader.hubContext == readerState.context else {
+            preconditionFailure("the acknowledgement was answered with \(actions)")
+        }
+        // Another member writes one key and pushes it.
+        let key = "changed", value = Value.string("a new value")
+        let (writer, writerHolding) = fixture.deviceHoldingHubContext(1)
+        var writerState = writerHolding
+        writerState.write(value, forKey: key, replica: writer.device, timestamp: timestamp(1))
+        let push = try! SyncMessage.push(writer.push(from: writerState)).encoded()
+        _ = fixture.exchange(push)
+        // The reader asks (a poll: it holds exactly what the hub last told it) and is answered.
+        let request = reader.request(from: readerState)
+        guard case .poll = request else { preconditionFailure("the reader should poll, not \(request)") }
+        let poll = try! request.encoded()
+        let reply = fixture.exchange(poll)
+        guard case .reply(let decoded) = try! SyncMessage(encoded: reply), decoded.delta.entries.count == 1,
+              decoded.delta.entries[key]?.first?.value == value else { preconditionFailure("the reply does not carry the one key") }
+        let payload = key.utf8.count + value.encodedSize
+        let limit = 100 + payload
+        return BenchmarkResult(name: "hub.reply.bytes", figures: [
+            ("replicas", Double(readerState.context.count)), ("reply_bytes", Double(reply.count)), ("key_and_value_bytes", Double(payload)),
+            ("poll_bytes", Double(poll.count)), ("push_bytes", Double(push.count)),
+        ], goal: "reply_bytes <= 100 + key_and_value_bytes (\(limit))", met: reply.count <= limit)
+    }
+}
+
+/// A hub whose `keys` keys were written by `members` devices, each of which has joined with
+/// one push (member *i* writes keys *i*, *i* + `members`, ...) and then acknowledged the
+/// whole state.
+struct HubFixture {
+    static let now: UInt64 = ChangeBenchmarks.wall
+    var hub = HubSyncMachine(quota: .unlimited)
+    let members: [ReplicaID]
+    /// The CPU time the hub took to take every member's first push.
+    private(set) var joinMilliseconds = 0.0
+
+    init(keys: Int, members count: Int) {
+        members = (0..<count).map { ReplicaID("device-\($0)")! }
+        for (index, device) in members.enumerated() {
+            var state = ReplicatedMap()
+            for key in stride(from: index, to: keys, by: count) {
+                state.write(.integer(Int64(key)), forKey: "key-\(key)", replica: device, timestamp: ChangeBenchmarks.timestamp(key))
+            }
+            let push = SyncPush(account: .default, device: device, delta: state.delta(for: VersionVector()))
+            let start = Measure.threadCPUMilliseconds()
+            let reply = hub.receive(push, nowMilliseconds: Self.now)
+            joinMilliseconds += Measure.threadCPUMilliseconds() - start
+            precondition(reply.rejectedKeys.isEmpty)
+        }
+        precondition(hub.members(of: .default).count == count && hub.state(of: .default).entries.count == keys)
+        // Then every member takes the whole state and says so, as devices in a steady state
+        // have: the hub's replies carry a stable frontier as large as its context.
+        let context = hub.state(of: .default).context
+        for device in members {
+            let reply = hub.receive(SyncPush(account: .default, device: device, delta: ReplicatedMap.Delta(entries: [:], context: context)),
+                                    nowMilliseconds: Self.now)
+            precondition(reply.delta.entries.isEmpty)
+        }
+    }
+
+    /// What the hub does with one request from the network: decode, handle, encode.
+    mutating func exchange(_ request: [UInt8]) -> [UInt8] {
+        var compensations: [HubCompensation] = []
+        let answer = hub.receive(try! SyncMessage(encoded: request), nowMilliseconds: Self.now, compensations: &compensations)!
+        return try! answer.encoded()
+    }
+
+    /// Member `index` as it is after taking a reply with the hub's whole context: its sync
+    /// machine, and a state made of that context (a device's own entries play no part in
+    /// what it pushes next).
+    func deviceHoldingHubContext(_ index: Int) -> (DeviceSyncMachine, ReplicatedMap) {
+        let context = hub.state(of: .default).context
+        var machine = DeviceSyncMachine(device: members[index])
+        _ = machine.receive(.reply(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: context),
+                                             stableFrontier: VersionVector(), rejectedKeys: [])))
+        var state = ReplicatedMap()
+        state.apply(ReplicatedMap.Delta(entries: [:], context: context))
+        return (machine, state)
+    }
+
+    /// The hub's CPU time per push, in nanoseconds, for pushes of one key (the same key,
+    /// rewritten each time) by member `index`.
+    mutating func pushCost(from index: Int) -> Double {
+        let (machine, holding) = deviceHoldingHubContext(index)
+        var state = holding
+        let device = members[index]
+        var last = 0
+        let cost = Measure.nanosecondsPerOperation(prepare: { write -> [UInt8] in
+            state.write(.integer(Int64(write)), forKey: "pushed", replica: device, timestamp: ChangeBenchmarks.timestamp(write))
+            let push = machine.push(from: state)
+            precondition(push.delta.entries.count == 1)
+            last = write
+            return try! SyncMessage.push(push).encoded()
+        }) { request in
+            let answer = exchange(request)
+            precondition(answer.count > 0)
+        }.nanoseconds
+        let pushed = hub.state(of: .default).visibleValue(forKey: "pushed", policy: .lastWriterWins)
+        precondition(pushed == .integer(Int64(last)), "the hub does not hold the last push")
+        return cost
+    }
+}
