@@ -37,6 +37,8 @@ let package = Package(
             name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite", "CSQLite"],
             path: "Benchmarks/converge-bench"
         ),
+        // The load generator of Benchmarks/hub-load.sh (not a product).
+        .executableTarget(name: "converge-hub-load", dependencies: ["Converge", "ConvergeHub"], path: "Benchmarks/converge-hub-load"),
         .target(
             name: "ConvergeTestSupport",
             dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeSimulation"],

@@ -41,6 +41,14 @@ struct HTTPConnection {
     /// Reads whatever bytes have arrived into the parser, waiting until `deadline`
     /// (monotonic nanoseconds), or until shutdown if `wakeOnShutdown`.
     private mutating func readMore(until deadline: UInt64, wakeOnShutdown: Bool) -> ReadOutcome {
+        // Bytes already there (the next request of a busy client) need no wait: try first.
+        let ready = readBuffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if ready > 0 {
+            bytesReceived += ready
+            readBuffer.withUnsafeBytes { parser.append(UnsafeRawBufferPointer(rebasing: $0[..<ready])) }
+            return .read
+        }
+        if ready == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { return .closed }
         switch Socket.wait(descriptor, wake: wakeOnShutdown ? server.wake.read : nil,
                            timeoutMilliseconds: MonotonicClock.millisecondsUntil(deadline)) {
         case .timedOut: return .timedOut

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -27,7 +26,7 @@ public final class HTTPServer: Sendable {
     let listener: Int32
     /// Written once at shutdown and never read, so every wait that includes it wakes.
     let wake: (read: Int32, write: Int32)
-    let state = Mutex(State())
+    let state = ParkingLock(State())
     let dates = HTTPDateCache()
 
     struct State {
@@ -178,7 +177,7 @@ public final class HTTPServer: Sendable {
 
 /// The `Date` field's value, formatted once per second.
 final class HTTPDateCache: Sendable {
-    private let cache = Mutex<(second: Int, text: String)>((-1, ""))
+    private let cache = ParkingLock<(second: Int, text: String)>((-1, ""))
 
     /// The current time as an IMF-fixdate ("Sun, 06 Nov 1994 08:49:37 GMT").
     func current() -> String {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// What the hub counts, served by `GET /metrics` in the Prometheus text format (0.0.4).
 ///
@@ -39,7 +38,7 @@ public final class HubMetrics: HTTPServerObserver {
         var maintenanceFailures: UInt64 = 0
     }
 
-    let counters = Mutex(Counters())
+    let counters = ParkingLock(Counters())
 
     public init() {}
 

@@ -1,5 +1,4 @@
 import Converge
-import Synchronization
 
 /// The hub service: authenticates devices by bearer token, drives one ``HubSyncMachine``
 /// per account, and answers only after the account's new state is committed to its
@@ -16,10 +15,10 @@ public final class HubService: HTTPRequestHandler {
     /// What the hub counts, for `GET /metrics`.
     public let metrics: HubMetrics
     /// The accounts loaded so far (each loaded on its first exchange).
-    let slots = Mutex<[AccountID: AccountSlot]>([:])
+    let slots = ParkingLock<[AccountID: AccountSlot]>([:])
     /// Token hashes already looked up, and their accounts.
-    let tokens = Mutex<[[UInt8]: AccountID]>([:])
-    let maintenance = Mutex(MaintenanceState())
+    let tokens = ParkingLock<[[UInt8]: AccountID]>([:])
+    let maintenance = ParkingLock(MaintenanceState())
 
     /// The most token hashes cached; the cache starts over when full.
     static let maximumCachedTokens = 100_000
@@ -76,7 +75,7 @@ public final class HubService: HTTPRequestHandler {
 
 /// One account: its machine, loaded on first use, and what is known of its stored copy.
 final class AccountSlot: Sendable {
-    let state = Mutex(State())
+    let state = ParkingLock(State())
 
     struct State {
         /// The account's machine; `nil` until loaded from the store.

@@ -1,7 +1,6 @@
 import Converge
 import ConvergeSQLite
 import Foundation
-import Synchronization
 
 /// The hub's durable state in one SQLite file, `hub.sqlite` in the data folder: WAL
 /// journal, `synchronous=FULL` (a write that returned survives `kill -9` and power loss),
@@ -20,8 +19,8 @@ public final class SQLiteHubStateStore: HubStateStore {
 
     /// The database file.
     public let path: String
-    private let writer: Mutex<Statements>
-    private let reader: Mutex<Statements>
+    private let writer: ParkingLock<Statements>
+    private let reader: ParkingLock<Statements>
 
     /// A connection and its prepared statements (preparing once per call costs more than
     /// the statement).
@@ -58,8 +57,8 @@ public final class SQLiteHubStateStore: HubStateStore {
         do {
             let connection = try SQLiteConnection(path: path)
             try Self.prepareSchema(connection, path: path)
-            writer = Mutex(try Statements(connection))
-            reader = Mutex(try Statements(try SQLiteConnection(path: path)))
+            writer = ParkingLock(try Statements(connection))
+            reader = ParkingLock(try Statements(try SQLiteConnection(path: path)))
         } catch {
             throw HubError(error)
         }
