@@ -18,8 +18,8 @@ enum SyncBenchmarks {
     /// The push of `state` for a device that knows the hub's current context.
     static func push(device: ReplicaID, state: ReplicatedMap, hubContext: VersionVector) -> [UInt8] {
         var machine = DeviceSyncMachine(device: device)
-        _ = machine.receive(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hubContext),
-                                      stableFrontier: VersionVector(), rejectedKeys: []))
+        _ = machine.receive(.reply(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hubContext),
+                                      stableFrontier: VersionVector(), rejectedKeys: [])))
         return try! SyncMessage.push(machine.push(from: state)).encoded()
     }
 
@@ -47,8 +47,8 @@ enum SyncBenchmarks {
         let (hub, stores) = syncedStores()
         let state = stores[0].replicatedState
         var machine = DeviceSyncMachine(device: "device-0")
-        _ = machine.receive(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hub.state().context),
-                                      stableFrontier: VersionVector(), rejectedKeys: []))
+        _ = machine.receive(.reply(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hub.state().context),
+                                      stableFrontier: VersionVector(), rejectedKeys: [])))
         let fullPush = try! SyncMessage.push(machine.push(from: state)).encoded()
         let fullReply = try! hub.exchange(fullPush)
         let poll = try! machine.request(from: state).encoded()
