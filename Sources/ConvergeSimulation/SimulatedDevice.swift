@@ -1,7 +1,7 @@
 import Converge
 
 /// One device of a run: a real ``ReplicatedKeyValueStore`` on a ``SimulatedDisk`` with a
-/// clock the simulator sets, and the real sync state machines of both topologies.
+/// clock the simulator sets. The store holds the device's sync state machines.
 struct SimulatedDevice {
     let index: Int
     let id: ReplicaID
@@ -10,8 +10,6 @@ struct SimulatedDevice {
     let disk = SimulatedDisk()
     let clock = ManualClock(startMilliseconds: 0)
     private(set) var store: ReplicatedKeyValueStore
-    var hubMachine: DeviceSyncMachine
-    var meshMachine: MeshSyncMachine
     var clockOffsetMs = 0
     var clockDriftPpm = 0
     var crashed = false
@@ -31,8 +29,6 @@ struct SimulatedDevice {
         self.policies = policies
         // An empty disk cannot fail to load.
         store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
-        hubMachine = DeviceSyncMachine(device: id)
-        meshMachine = MeshSyncMachine(device: id)
     }
 
     /// Sets the clock to this device's reading of `virtualMilliseconds` (virtual time since
@@ -42,11 +38,9 @@ struct SimulatedDevice {
         clock.set(milliseconds: UInt64(max(0, base + drifted + clockOffsetMs)))
     }
 
-    /// Reopens the store from what the disk made durable, with fresh sync machines (their
-    /// state is volatile: the next exchange starts from nothing reported).
+    /// Reopens the store from what the disk made durable; its sync machines start fresh
+    /// (their state is volatile: the next exchange starts from nothing reported).
     mutating func reopen() throws(ConvergeError) {
         store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
-        hubMachine = DeviceSyncMachine(device: id, account: store.account)
-        meshMachine = MeshSyncMachine(device: id, account: store.account)
     }
 }

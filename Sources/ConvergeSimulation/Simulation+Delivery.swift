@@ -12,6 +12,10 @@ extension Simulation {
             violations.append("sync: a message could not be encoded: \(error)")
             return
         }
+        send(encoded: bytes, from: from, to: to)
+    }
+
+    func send(encoded bytes: [UInt8], from: Node, to: Node) {
         metrics.messagesSent += 1
         metrics.bytesSent += bytes.count
         digest.update(bytes.count)
@@ -42,12 +46,8 @@ extension Simulation {
         switch (decoded, message.to) {
         case (.push, .hub), (.poll, .hub):
             hubReceives(decoded, from: message.from)
-        case (.upToDate, .device):
-            return
-        case (.reply(let reply), .device(let d)):
-            deviceReceives(reply, device: d)
-        case (.gossip(let gossip), .device(let d)):
-            deviceReceives(gossip, device: d)
+        case (.upToDate, .device(let d)), (.reply, .device(let d)), (.gossip, .device(let d)):
+            deviceReceives(decoded, device: d)
         default:
             violations.append("sync: a message reached the wrong kind of node")
         }

@@ -1,11 +1,9 @@
 import Converge
 
-/// The device side of sync, in one place: what a device sends when it synchronizes (a
-/// request to the hub, or gossip to a peer in the mesh) and what it does with what it
-/// receives (a hub's reply, a peer's gossip).
-///
-/// The device's sync machines are the real ones; what to do with their answers is written
-/// here. It is the part to replace with the store's own sync entry point.
+/// The device side of sync: what a device sends when it synchronizes (a request to the
+/// hub, or gossip to a peer in the mesh) comes from its store's sync seam, and what it
+/// receives is carried out by its store (`ReplicatedKeyValueStore.receive(_:)`), the one
+/// place every transport uses. The simulator only moves the bytes and observes.
 extension Simulation {
     /// Device `d` synchronizes (by itself, or because the app asked): it flushes its disk
     /// (unless a broken variant says not to), then sends its request or gossip.
@@ -13,57 +11,63 @@ extension Simulation {
         guard !devices[d].crashed else { return }
         guard !network.isOffline(d) else { metrics.syncsWhileOffline += 1; return }
         if hooks.flushesBeforeSending { flush(d) }
-        let device = devices[d]
-        let state = device.store.replicatedState
         switch options.topology {
         case .hub:
-            let request: SyncMessage = hooks.senderGuessesPeerContext
-                ? .push(SyncPush(account: device.hubMachine.account, device: device.id, delta: state.delta(for: state.context)))
-                : device.hubMachine.request(from: state)
-            send(request, from: .device(d), to: .hub)
+            guard let request = hubRequest(from: d) else { return }
+            send(encoded: request, from: .device(d), to: .hub)
         case .mesh:
             guard devices.count > 1 else { return }
             let peer = (d + 1 + devices[d].meshRound % (devices.count - 1)) % devices.count
             devices[d].meshRound += 1
-            send(.gossip(gossip(from: d, to: peer, state: state, wantsReply: true)), from: .device(d), to: .device(peer))
+            guard let gossip = gossip(from: d, to: peer) else { return }
+            send(encoded: gossip, from: .device(d), to: .device(peer))
         }
     }
 
-    /// The gossip device `d` sends `peer` for `state`.
-    func gossip(from d: Int, to peer: Int, state: ReplicatedMap, wantsReply: Bool) -> SyncGossip {
-        let device = devices[d]
-        if hooks.senderGuessesPeerContext {
-            return SyncGossip(account: device.meshMachine.account, sender: device.id, delta: state.delta(for: state.context),
-                              wantsReply: wantsReply)
+    /// The request device `d` sends the hub: its store's, or a guess for a broken variant.
+    private func hubRequest(from d: Int) -> [UInt8]? {
+        let store = devices[d].store
+        do {
+            guard hooks.senderGuessesPeerContext else { return try store.hubRequest().bytes }
+            let state = store.replicatedState
+            return try SyncMessage.push(SyncPush(account: store.account, device: store.replicaID,
+                                                 delta: state.delta(for: state.context))).encoded()
+        } catch {
+            violations.append("sync: \(devices[d].id) could not make a request: \(error)")
+            return nil
         }
-        return device.meshMachine.gossip(to: devices[peer].id, from: state, wantsReply: wantsReply)
     }
 
-    /// Device `d` takes the hub's reply.
-    func deviceReceives(_ reply: SyncReply, device d: Int) {
-        guard let accepted = devices[d].hubMachine.receive(reply) else { return }
+    /// The gossip device `d` starts an exchange with `peer` with: its store's, or a guess
+    /// for a broken variant.
+    private func gossip(from d: Int, to peer: Int) -> [UInt8]? {
+        let store = devices[d].store
+        do {
+            guard hooks.senderGuessesPeerContext else { return try store.gossip(to: devices[peer].id) }
+            let state = store.replicatedState
+            return try SyncMessage.gossip(SyncGossip(account: store.account, sender: store.replicaID,
+                                                     delta: state.delta(for: state.context), wantsReply: true)).encoded()
+        } catch {
+            violations.append("sync: \(devices[d].id) could not make gossip: \(error)")
+            return nil
+        }
+    }
+
+    /// Device `d` takes a message from the hub or a peer: its store carries it out, and
+    /// answers a peer that asked.
+    func deviceReceives(_ message: SyncMessage, device d: Int) {
         setClock(d)
-        do { try devices[d].store.apply(accepted) } catch {
-            violations.append("storage: \(devices[d].id) could not apply a reply: \(error)")
+        let receipt: SyncReceipt
+        do { receipt = try devices[d].store.receive(message) } catch {
+            violations.append("storage: \(devices[d].id) could not take a message: \(error)")
+            return
         }
-        if !accepted.rejectedKeys.isEmpty { metrics.quotaViolationNotices += 1 }
+        if !receipt.rejectedKeys.isEmpty { metrics.quotaViolationNotices += 1 }
         observeContext(d)
         scheduleFlush(d)
-    }
-
-    /// Device `d` takes a peer's gossip, and answers it if the peer asked.
-    func deviceReceives(_ incoming: SyncGossip, device d: Int) {
-        guard let accepted = devices[d].meshMachine.receive(incoming) else { return }
-        setClock(d)
-        do { try devices[d].store.merge(accepted.delta) } catch {
-            violations.append("storage: \(devices[d].id) could not merge gossip: \(error)")
-        }
-        observeContext(d)
-        scheduleFlush(d)
-        if accepted.wantsReply, let peer = devices.firstIndex(where: { $0.id == accepted.sender }) {
+        if let (peerID, answer) = receipt.answer, let peer = devices.firstIndex(where: { $0.id == peerID }) {
             if hooks.flushesBeforeSending { flush(d) }
-            send(.gossip(gossip(from: d, to: peer, state: devices[d].store.replicatedState, wantsReply: false)),
-                 from: .device(d), to: .device(peer))
+            send(answer, from: .device(d), to: .device(peer))
         }
     }
 }

@@ -69,8 +69,6 @@ extension Simulation {
             violations.append("storage: \(devices[d].id) could not switch account: \(error)")
             return
         }
-        devices[d].hubMachine.switchAccount(to: account)
-        devices[d].meshMachine.switchAccount(to: account)
         metrics.accountSwitches += 1
         scheduleFlush(d)
         checkNoLeak(devices[d].store.replicatedState, account: account, at: "\(devices[d].id) after switching to \(account)")

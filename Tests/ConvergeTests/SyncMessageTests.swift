@@ -90,8 +90,8 @@ struct SyncMessageTests {
         for _ in 0..<2 { for store in stores { #expect(store.synchronize()) } }
         var machine = DeviceSyncMachine(device: "device-0")
         let state = stores[0].replicatedState
-        _ = machine.receive(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hub.state().context),
-                                      stableFrontier: VersionVector(), rejectedKeys: []))
+        _ = machine.receive(.reply(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hub.state().context),
+                                             stableFrontier: VersionVector(), rejectedKeys: [])))
         // Prime the hub's record of what it last sent this device, as a real exchange does.
         _ = try hub.exchange(SyncMessage.push(machine.push(from: state)).encoded())
         let push = try machine.request(from: state).encoded()

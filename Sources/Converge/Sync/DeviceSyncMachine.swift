@@ -76,16 +76,6 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         return actions
     }
 
-    /// Takes a reply from the hub; returns it if the device must apply it, or `nil` for
-    /// a reply of another account. For the simulator until it drives stores through
-    /// ``receive(_:)``.
-    package mutating func receive(_ reply: SyncReply) -> SyncReply? {
-        guard reply.account == account else { return nil }
-        hubContext.formUnion(reply.delta.context)
-        stableFrontier.formUnion(reply.stableFrontier)
-        return reply
-    }
-
     /// Switches to another account: forget everything the hub of the old one reported.
     public mutating func switchAccount(to newAccount: AccountID) {
         account = newAccount

@@ -72,15 +72,6 @@ public struct MeshSyncMachine: Hashable, Sendable {
         return gossip.wantsReply ? [.applyDelta(gossip.delta), .answer(peer: gossip.sender)] : [.applyDelta(gossip.delta)]
     }
 
-    /// Takes gossip from a peer: returns it if the device must apply it, or `nil` for gossip
-    /// of another account or from itself. For the simulator until it drives stores through
-    /// ``receive(_:)``.
-    package mutating func receive(_ gossip: SyncGossip) -> SyncGossip? {
-        guard gossip.account == account, gossip.sender != device else { return nil }
-        peerContexts[gossip.sender, default: VersionVector()].formUnion(gossip.delta.context)
-        return gossip
-    }
-
     /// Switches to another account: forget everything the peers of the old one reported.
     public mutating func switchAccount(to newAccount: AccountID) {
         account = newAccount

@@ -209,17 +209,6 @@ extension ReplicatedKeyValueStore {
         state.withLock { $0.meshMachine.broadcast(from: $0.map, after: published) }
     }
 
-    /// Applies a hub's reply as if the store's ``DeviceSyncMachine`` had accepted it. For
-    /// the simulator until it drives stores through ``receive(_:)``.
-    ///
-    /// - Throws: The storage's error; the store is then unchanged.
-    package func apply(_ reply: SyncReply) throws(ConvergeError) {
-        let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
-            try carryOut(DeviceSyncMachine.actions(for: reply), in: &state).events
-        }
-        emit(events)
-    }
-
     // MARK: Carrying out actions
 
     /// Carries out a sync state machine's actions, in order, with the lock held: the one
@@ -249,6 +238,7 @@ extension ReplicatedKeyValueStore {
             case .collectTombstones(let frontier):
                 try collectTombstonesLocked(below: frontier, in: &state)
             case .reportRejectedKeys(let keys):
+                receipt.rejectedKeys += keys
                 events.append(.externalChange(ExternalChange(reason: .quotaViolationChange, keys: keys)))
             case .answer(let peer):
                 receipt.answer = (peer, .gossip(state.meshMachine.gossip(to: peer, from: state.map, wantsReply: false)))
@@ -278,6 +268,8 @@ package struct SyncReceipt: Sendable {
     package var answer: (peer: ReplicaID, message: SyncMessage)?
     /// The keys whose visible values changed, in UTF-8 byte order per applied change.
     package var changedKeys: [String] = []
+    /// The keys the hub superseded to keep the quota (reported to the app).
+    package var rejectedKeys: [String] = []
 
     package init() {}
 }
