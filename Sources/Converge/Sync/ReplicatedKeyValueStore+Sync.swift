@@ -182,19 +182,16 @@ extension ReplicatedKeyValueStore {
     @discardableResult
     package func receive(_ message: SyncMessage) throws(ConvergeError) -> SyncReceipt {
         let (events, receipt) = try state.withLock { (state: inout State) throws(ConvergeError) -> ([StoreEvent], SyncReceipt) in
-            // The machines change only if the actions are carried out.
-            var hubMachine = state.hubMachine
-            var meshMachine = state.meshMachine
+            // What a machine records is what the hub or a peer reported holding, which stays
+            // true if carrying out the actions fails: the next request or gossip, computed for
+            // it, is still correct. So the machines are not rolled back (nor copied).
             let actions: [SyncAction]
             switch message {
-            case .reply, .upToDate: actions = hubMachine.receive(message)
-            case .gossip: actions = meshMachine.receive(message)
+            case .reply, .upToDate: actions = state.hubMachine.receive(message)
+            case .gossip: actions = state.meshMachine.receive(message)
             case .push, .poll: actions = [.ignore(.unexpected)]
             }
-            let result = try carryOut(actions, in: &state)
-            state.hubMachine = hubMachine
-            state.meshMachine = meshMachine
-            return result
+            return try carryOut(actions, in: &state)
         }
         emit(events)
         return receipt
