@@ -11,7 +11,10 @@ import Glibc
 // answer arrived). Prints one JSON line: syncs per second and latency quantiles.
 //
 //   converge-hub-load --port P --data DIR --devices N --seconds S --mode poll|push
-//                     [--devices-per-account K] [--fixed-responder]
+//                     [--devices-per-account K] [--fill-bytes B] [--fixed-responder]
+//
+// --fill-bytes makes the first device of each account write B bytes of values (in keys of
+// 1,000 bytes) before the run, to measure what the size of an account costs.
 //
 // --data is the hub's folder: the tool makes one token per account there. With
 // --fixed-responder the same requests go to a server that answers a fixed body (nginx in
@@ -26,6 +29,7 @@ struct Options {
     var seconds = 5.0
     var mode = "poll"
     var fixedResponder = false
+    var fillBytes = 0
 }
 
 func fail(_ message: String) -> Never {
@@ -45,6 +49,7 @@ while !arguments.isEmpty {
     case "--data": options.data = value
     case "--devices": options.devices = Int(value) ?? { fail("bad device count") }()
     case "--devices-per-account": options.devicesPerAccount = Int(value) ?? { fail("bad count") }()
+    case "--fill-bytes": options.fillBytes = Int(value) ?? { fail("bad byte count") }()
     case "--seconds": options.seconds = Double(value) ?? { fail("bad duration") }()
     case "--mode":
         guard value == "poll" || value == "push" else { fail("--mode is poll or push") }
@@ -168,6 +173,11 @@ func runLoad(options: Options, tokens: [String]) -> (latencies: [UInt64], failur
             // A device with nothing in its account can only push (it polls for a context it
         // holds): write one key, then catch up with the account's other devices.
         store.set(Int64(0), forKey: "key-\(device)")
+        if device % options.devicesPerAccount == 0 {
+            for index in 0..<(options.fillBytes / 1_000) {
+                store.set(String(repeating: "v", count: 990), forKey: "fill-\(index)")
+            }
+        }
         for _ in 0..<3 { _ = exchange() }
             ready.leave()
             start.wait()
