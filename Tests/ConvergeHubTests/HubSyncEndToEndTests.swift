@@ -102,6 +102,48 @@ struct HubSyncEndToEndTests {
         #expect(hub.stop() == 0)
     }
 
+    @Test func aHundredDevicesSyncingAtOnceAllSucceedAndConverge() throws {
+        let data = temporaryFolder("hundred").appendingPathComponent("data")
+        let tokens = try (0..<4).map { try HubProcess.createToken(data: data, account: "team-\($0)") }
+        let hub = try HubProcess(data: data)
+        let transports = (0..<100).map { RawHubTransport(port: hub.port, token: tokens[$0 % 4]) }
+        let devices = (0..<100).map { index in
+            ReplicatedKeyValueStore(replicaID: ReplicaID("device-\(index)")!, transport: transports[index],
+                                    account: AccountID("team-\(index % 4)")!)
+        }
+        for (index, device) in devices.enumerated() { device.set(Int64(index), forKey: "written-by-\(index)") }
+        // Every device on its own thread, all released at once, three exchanges each.
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        for (index, device) in devices.enumerated() {
+            group.enter()
+            let transport = transports[index]
+            Thread {
+                start.wait()
+                for _ in 0..<3 {
+                    do {
+                        let answer = try transport.post(try device.hubRequest().bytes)
+                        try device.receive(answer)
+                    } catch {
+                        failures.withLock { $0.append("device-\(index): \(error)") }
+                    }
+                }
+                group.leave()
+            }.start()
+        }
+        for _ in devices { start.signal() }
+        #expect(group.wait(timeout: .now() + 120) == .success)
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 }.prefix(3))")
+        // One more round in order, then every device of an account holds its 25 keys.
+        for (device, transport) in zip(devices, transports) { try device.receive(try transport.post(try device.hubRequest().bytes)) }
+        for (index, device) in devices.enumerated() {
+            let keys = device.dictionaryRepresentation.keys
+            #expect(keys.count == 25 && keys.allSatisfy { Int($0.dropFirst("written-by-".count))! % 4 == index % 4 }, "device-\(index): \(keys.count) keys")
+        }
+        #expect(hub.stop() == 0)
+    }
+
     @Test func kill9InTheMiddleOfWritingAndSyncingLosesNoAcknowledgedWrite() async throws {
         // Seeded kill times; several rounds on the same folder.
         var generator = Xoshiro256StarStar(seed: 9_009)
