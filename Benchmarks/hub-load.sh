@@ -5,12 +5,16 @@
 # to nginx answering a fixed body on the same machine, the ceiling of HTTP here.
 # Prints one JSON line per run and a summary. Installs nginx from Debian if missing.
 #
-#   bash Benchmarks/hub-load.sh            # DEVICES=32 SECONDS_PER_RUN=5 by default
+# The hub and nginx runs alternate, REPEATS times each, and the summary takes the median
+# run of each (the machine may be busy with other work: compare runs made side by side).
+#
+#   bash Benchmarks/hub-load.sh            # DEVICES=32 SECONDS_PER_RUN=5 REPEATS=3 by default
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 devices=${DEVICES:-32}
 seconds=${SECONDS_PER_RUN:-5}
+repeats=${REPEATS:-3}
 
 if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
   apt_install() { if [ "$(id -u)" = 0 ]; then apt-get "$@"; else sudo apt-get "$@"; fi; }
@@ -59,25 +63,32 @@ CONF
 "$nginx_bin" -p "$work/nginx" -c "$work/nginx.conf"
 
 run() { "$bin/converge-hub-load" --data "$work/data" --devices "$devices" --seconds "$seconds" "$@"; }
-echo "== $devices devices, $seconds s per run, $(nproc) cores"
-hub_poll=$(run --port "$hub_port" --mode poll); echo "$hub_poll"
-nginx_poll=$(run --port "$nginx_port" --mode poll --fixed-responder); echo "$nginx_poll"
-hub_push=$(run --port "$hub_port" --mode push); echo "$hub_push"
-nginx_push=$(run --port "$nginx_port" --mode push --fixed-responder); echo "$nginx_push"
+echo "== $devices devices, $seconds s per run, $repeats runs each, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+: >"$work/runs.jsonl"
+for _ in $(seq "$repeats"); do
+  for mode in poll push; do
+    run --port "$hub_port" --mode "$mode" | tee -a "$work/runs.jsonl"
+    run --port "$nginx_port" --mode "$mode" --fixed-responder | tee -a "$work/runs.jsonl"
+  done
+done
 
 metrics=$(curl -s "http://127.0.0.1:$hub_port/metrics")
 commits=$(echo "$metrics" | awk '/^converge_hub_commits_total /{print $2}')
 commit_bytes=$(echo "$metrics" | awk '/^converge_hub_commit_bytes_total /{print $2}')
 commit_seconds=$(echo "$metrics" | awk '/^converge_hub_commit_duration_seconds_sum /{print $2}')
-python3 - "$hub_poll" "$nginx_poll" "$hub_push" "$nginx_push" "$commits" "$commit_bytes" "$commit_seconds" <<'PY'
+python3 - "$work/runs.jsonl" "$commits" "$commit_bytes" "$commit_seconds" <<'PY'
 import json, sys
-hp, np_, hpu, npu = (json.loads(a) for a in sys.argv[1:5])
-commits, commit_bytes, commit_seconds = int(sys.argv[5]), int(sys.argv[6]), float(sys.argv[7])
-print("== summary")
-for name, hub, ceiling in (("poll (nothing new)", hp, np_), ("push (one key)", hpu, npu)):
+runs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+commits, commit_bytes, commit_seconds = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+def median(target, mode):
+    chosen = sorted((r for r in runs if r["target"] == target and r["mode"] == mode), key=lambda r: r["syncs_per_second"])
+    return chosen[len(chosen) // 2]
+print("== summary (median runs)")
+for name, mode in (("poll (nothing new)", "poll"), ("push (one key)", "push")):
+    hub, ceiling = median("converge-hub", mode), median("fixed-responder", mode)
     print(f"{name:20} converge-hub {hub['syncs_per_second']:>8.0f}/s p50 {hub['p50_ms']:.3f} ms p99 {hub['p99_ms']:.3f} ms"
           f" | nginx fixed body {ceiling['syncs_per_second']:>8.0f}/s p50 {ceiling['p50_ms']:.3f} ms p99 {ceiling['p99_ms']:.3f} ms"
           f" | ratio {hub['syncs_per_second'] / ceiling['syncs_per_second']:.2f}")
 if commits:
-    print(f"commits: {commits}, mean {commit_bytes / commits:.0f} bytes, mean {1000 * commit_seconds / commits:.3f} ms each")
+    print(f"commits: {commits}, mean {commit_bytes / commits:.0f} bytes, mean {1000 * commit_seconds / commits:.3f} ms each (waiting for the batch included)")
 PY

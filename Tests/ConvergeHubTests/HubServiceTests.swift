@@ -75,6 +75,30 @@ struct HubServiceTests {
         #expect(try store.loadAccount("alice")!.state == damaged, "the hub must not overwrite what it cannot read")
     }
 
+    @Test func groupCommitGivesEveryWriterItsOwnOutcomeAndBatchesConcurrentOnes() {
+        let commits = GroupCommit<Int, Int>()
+        let batches = Mutex<[Int]>([])
+        let outcomes = Mutex<[Int: Int]>([:])
+        let group = DispatchGroup()
+        for writer in 0..<64 {
+            group.enter()
+            Thread {
+                let outcome = commits.submit(writer) { writes in
+                    batches.withLock { $0.append(writes.count) }
+                    usleep(2_000)  // a flush of the disk
+                    return writes.map { $0 * 10 }
+                }
+                outcomes.withLock { $0[writer] = outcome }
+                group.leave()
+            }.start()
+        }
+        group.wait()
+        #expect(outcomes.withLock { $0 } == Dictionary(uniqueKeysWithValues: (0..<64).map { ($0, $0 * 10) }))
+        let sizes = batches.withLock { $0 }
+        #expect(sizes.reduce(0, +) == 64)
+        #expect(sizes.count < 64, "64 concurrent writers never shared a batch: \(sizes)")
+    }
+
     @Test func logLinesAreKeyValuePairsWithQuotedValues() {
         let lines = Mutex<[String]>([])
         let log = RequestLog { line in lines.withLock { $0.append(line) } }

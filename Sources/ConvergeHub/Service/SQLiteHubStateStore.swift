@@ -7,8 +7,9 @@ import Foundation
 /// each account's state as one row with a revision and a SHA-256 checksum checked on every
 /// read, and the tokens' hashes.
 ///
-/// One connection writes (SQLite has one writer at a time anyway); another reads tokens, so
-/// authenticating never waits behind a commit. `converge-hub token create` may add tokens
+/// One connection writes (SQLite has one writer at a time anyway), committing the writes of
+/// concurrent exchanges together (``GroupCommit``); another reads tokens, so authenticating
+/// never waits behind a commit. `converge-hub token create` may add tokens
 /// while a hub serves the same folder.
 public final class SQLiteHubStateStore: HubStateStore {
     /// The file's name in the data folder.
@@ -21,6 +22,7 @@ public final class SQLiteHubStateStore: HubStateStore {
     public let path: String
     private let writer: ParkingLock<Statements>
     private let reader: ParkingLock<Statements>
+    private let commits = GroupCommit<AccountWrite, Result<UInt64?, HubError>>()
 
     /// A connection and its prepared statements (preparing once per call costs more than
     /// the statement).
@@ -120,17 +122,42 @@ public final class SQLiteHubStateStore: HubStateStore {
         return HubStoredAccount(revision: UInt64(revision), state: state)
     }
 
+    /// Stores `state` as `account`'s if its revision is still `expectedRevision`, in a
+    /// transaction shared with the writes of other accounts arriving meanwhile (one flush
+    /// of the disk for all of them); returns once that transaction has committed.
     public func storeAccount(_ account: AccountID, state: [UInt8], replacing expectedRevision: UInt64) throws(HubError) -> UInt64? {
-        let checksum = SHA256.digest(state)
+        let write = AccountWrite(account: account, state: state, checksum: SHA256.digest(state), expectedRevision: expectedRevision)
+        return try commits.submit(write, run: runBatch).get()
+    }
+
+    /// One account's state to write, over the revision it was computed from.
+    struct AccountWrite {
+        var account: AccountID
+        var state: [UInt8]
+        var checksum: [UInt8]
+        var expectedRevision: UInt64
+    }
+
+    /// Runs a batch of account writes in one transaction. A write whose revision moved gets
+    /// `nil` (the others still commit); if anything fails, all roll back and share the error.
+    private func runBatch(_ writes: [AccountWrite]) -> [Result<UInt64?, HubError>] {
         do {
-            let rows = try writer.withLock { statements throws(ConvergeError) in
-                expectedRevision == 0
-                    ? try statements.insert.run([.text(account.rawValue), .blob(state), .blob(checksum)])
-                    : try statements.update.run([.blob(state), .blob(checksum), .text(account.rawValue), .integer(Int64(expectedRevision))])
+            let revisions = try writer.withLock { statements throws(ConvergeError) -> [UInt64?] in
+                try statements.connection.transaction { () throws(ConvergeError) -> [UInt64?] in
+                    var revisions: [UInt64?] = []
+                    for write in writes {
+                        let rows = write.expectedRevision == 0
+                            ? try statements.insert.run([.text(write.account.rawValue), .blob(write.state), .blob(write.checksum)])
+                            : try statements.update.run([.blob(write.state), .blob(write.checksum), .text(write.account.rawValue),
+                                                         .integer(Int64(write.expectedRevision))])
+                        revisions.append(rows.first?.first?.integer.map { UInt64($0) })
+                    }
+                    return revisions
+                }
             }
-            return rows.first?.first?.integer.map { UInt64($0) }
+            return revisions.map { .success($0) }
         } catch {
-            throw HubError(error)
+            return writes.map { _ in .failure(HubError(error)) }
         }
     }
 
