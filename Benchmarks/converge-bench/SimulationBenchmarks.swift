@@ -8,9 +8,9 @@ enum SimulationBenchmarks {
     /// (converge-sim runs it a second time to check determinism; that is not counted).
     static func largeInput() -> SimulationInput {
         var scenario = Scenario.standard
-        try! scenario.set("devices", .int(10))
-        try! scenario.set("operations", .int(100_000))
-        try! scenario.set("loss", .double(0.1))
+        try! scenario.set(\.devices, to: 10)
+        try! scenario.set(\.operations, to: 100_000)
+        try! scenario.set(\.loss, to: 0.1)
         return try! SimulationInput(scenario: scenario, seed: 0)
     }
 
@@ -29,7 +29,7 @@ enum SimulationBenchmarks {
         let timing = Measure.median(setUp: { () }) { _ in
             let result = Simulation(input).run()
             precondition(result.passed, "the benchmark run failed: \(result.violations)")
-            events = Int(result.metrics["checks"]!["events"]!.intValue!)
+            events = result.metrics.checks.events
         }
         precondition(events > 100_000, "the run processed only \(events) events")
         let run = LargeRun(timing: timing, events: events)

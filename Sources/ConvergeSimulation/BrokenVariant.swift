@@ -2,7 +2,7 @@ import Converge
 
 /// Deliberately broken behaviours the simulator can run with, to show that each checker
 /// catches what it exists to catch. Never use one outside a test of the checkers.
-public enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
+package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// Devices compute what they send for their own context instead of the one the peer
     /// (or hub) reported. Caught by the convergence checker.
     case guessingSender = "guessing-sender"
@@ -69,10 +69,9 @@ struct VariantHooks {
     func hubQuota(_ configured: Quota) -> Quota { hubEnforcesQuota ? configured : .unlimited }
 
     /// The policy device `index` reads with.
-    func readPolicy(ofDevice index: Int, configured name: String) -> MergePolicy {
-        let configured = Simulation.policy(named: name)
-        guard oddDevicesReadWithAnotherPolicy && index % 2 == 1 else { return configured }
-        return name == "multi-value" ? .lastWriterWins : .multiValue
+    func readPolicy(ofDevice index: Int, configured: PolicyName) -> MergePolicy {
+        guard oddDevicesReadWithAnotherPolicy && index % 2 == 1 else { return configured.policy }
+        return configured == .multiValue ? .lastWriterWins : .multiValue
     }
 
     /// Milliseconds added to the next periodic sync: none, unless the variant reads

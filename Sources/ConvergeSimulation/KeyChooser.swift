@@ -8,7 +8,7 @@ struct KeyChooser {
 
     init(options: SimulationOptions) {
         count = options.keys
-        guard options.zipf else { cumulative = nil; return }
+        guard options.keyDistribution == .zipf else { cumulative = nil; return }
         var sums: [Double] = []
         sums.reserveCapacity(count)
         var total = 0.0

@@ -2,31 +2,31 @@ import Foundation
 
 /// What the network does with one message: deliver it after each of `delaysMs` (none:
 /// lost; two: duplicated).
-public struct NetworkFate: Hashable, Sendable {
-    public var delaysMs: [Int]
+package struct NetworkFate: Hashable, Sendable {
+    package var delaysMs: [Int]
 
-    public init(delaysMs: [Int]) { self.delaysMs = delaysMs }
+    package init(delaysMs: [Int]) { self.delaysMs = delaysMs }
 }
 
 /// Where a run's random network decisions come from: the seeded generator, or a
 /// recorded trace (a replay needs no PRNG).
-public protocol NetworkDecisions {
+package protocol NetworkDecisions {
     /// The fate of message number `id` (numbered in the order they are sent).
     mutating func fate(ofMessage id: Int) -> NetworkFate
 }
 
 /// Decisions drawn from the seed, per the options' latency, loss, duplication and
 /// reordering.
-public struct RandomNetworkDecisions: NetworkDecisions {
+package struct RandomNetworkDecisions: NetworkDecisions {
     private var generator: Xoshiro256StarStar
     private let options: SimulationOptions
 
-    public init(seed: UInt64, options: SimulationOptions) {
+    package init(seed: UInt64, options: SimulationOptions) {
         generator = Xoshiro256StarStar(seed: seed ^ 0x4E45_5457_4F52_4B00)
         self.options = options
     }
 
-    public mutating func fate(ofMessage id: Int) -> NetworkFate {
+    package mutating func fate(ofMessage id: Int) -> NetworkFate {
         if generator.chance(options.loss) { return NetworkFate(delaysMs: []) }
         var delays = [latency()]
         if generator.chance(options.duplicate) { delays.append(latency()) }
@@ -36,7 +36,7 @@ public struct RandomNetworkDecisions: NetworkDecisions {
     private mutating func latency() -> Int {
         let low = options.minLatencyMs, high = max(options.maxLatencyMs, options.minLatencyMs)
         var delay: Int
-        if options.exponentialLatency {
+        if options.latency == .exponential {
             let mean = Double(max(high - low, 1))
             delay = low + Int((-mean * log1p(-generator.nextUnitDouble())).rounded())
         } else {
@@ -49,16 +49,16 @@ public struct RandomNetworkDecisions: NetworkDecisions {
 
 /// Decisions read back from a trace; a message the trace has no decision for is
 /// delivered once after the minimum latency (what shrinking leaves when it drops a fault).
-public struct RecordedNetworkDecisions: NetworkDecisions {
-    public var fates: [Int: NetworkFate]
-    public let defaultDelayMs: Int
+package struct RecordedNetworkDecisions: NetworkDecisions {
+    package var fates: [Int: NetworkFate]
+    package let defaultDelayMs: Int
 
-    public init(fates: [Int: NetworkFate], defaultDelayMs: Int) {
+    package init(fates: [Int: NetworkFate], defaultDelayMs: Int) {
         self.fates = fates
         self.defaultDelayMs = defaultDelayMs
     }
 
-    public mutating func fate(ofMessage id: Int) -> NetworkFate {
+    package mutating func fate(ofMessage id: Int) -> NetworkFate {
         fates[id] ?? NetworkFate(delaysMs: [defaultDelayMs])
     }
 }

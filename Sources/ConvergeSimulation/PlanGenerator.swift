@@ -1,9 +1,9 @@
 import Foundation
 
 /// Draws the plan of a run from its options and seed.
-public enum PlanGenerator {
+package enum PlanGenerator {
     /// The events in time order; clock settings come first, at time 0.
-    public static func plan(for options: SimulationOptions, seed: UInt64) -> [TimedEvent] {
+    package static func plan(for options: SimulationOptions, seed: UInt64) -> [TimedEvent] {
         var generator = Xoshiro256StarStar(seed: seed)
         var events: [TimedEvent] = []
         let devices = options.devices

@@ -1,6 +1,6 @@
 /// One input of a run, at a virtual time: a workload operation or a fault. A run's plan
 /// is drawn from its seed up front; a trace records it, so a replay needs no PRNG.
-public enum PlannedEvent: Hashable, Sendable {
+package enum PlannedEvent: Hashable, Sendable {
     case set(device: Int, key: Int, valueBytes: Int)
     case remove(device: Int, key: Int)
     case synchronize(device: Int)
@@ -26,11 +26,11 @@ public enum PlannedEvent: Hashable, Sendable {
 }
 
 /// A planned event at its virtual time.
-public struct TimedEvent: Hashable, Sendable {
-    public var timeMs: Int
-    public var event: PlannedEvent
+package struct TimedEvent: Hashable, Sendable {
+    package var timeMs: Int
+    package var event: PlannedEvent
 
-    public init(timeMs: Int, event: PlannedEvent) {
+    package init(timeMs: Int, event: PlannedEvent) {
         self.timeMs = timeMs
         self.event = event
     }

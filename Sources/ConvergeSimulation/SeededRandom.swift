@@ -1,11 +1,11 @@
 /// SplitMix64 (Steele, Lea and Flood, 2014): expands one 64-bit seed into a stream of
 /// well-mixed words. Used to seed ``Xoshiro256StarStar`` and to derive sub-seeds.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -17,11 +17,11 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 /// xoshiro256** (Blackman and Vigna, 2018): the generator every simulation and property
 /// test draws from. One `UInt64` seed determines every value it produces, on every
 /// platform, so a run is reproducible from its seed.
-public struct Xoshiro256StarStar: RandomNumberGenerator, Sendable {
+package struct Xoshiro256StarStar: RandomNumberGenerator, Sendable {
     private var s0, s1, s2, s3: UInt64
 
     /// Creates a generator whose state is expanded from `seed` with ``SplitMix64``.
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         var mixer = SplitMix64(seed: seed)
         s0 = mixer.next()
         s1 = mixer.next()
@@ -29,7 +29,7 @@ public struct Xoshiro256StarStar: RandomNumberGenerator, Sendable {
         s3 = mixer.next()
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
         let t = s1 << 17
         s2 ^= s0
@@ -43,7 +43,7 @@ public struct Xoshiro256StarStar: RandomNumberGenerator, Sendable {
 
     /// A uniformly distributed integer in `0..<upperBound` (Lemire's method, without the
     /// standard library's unspecified algorithm, so results are stable across releases).
-    public mutating func next(below upperBound: Int) -> Int {
+    package mutating func next(below upperBound: Int) -> Int {
         precondition(upperBound > 0, "upper bound must be positive")
         let bound = UInt64(upperBound)
         var product = next().multipliedFullWidth(by: bound)
@@ -55,25 +55,25 @@ public struct Xoshiro256StarStar: RandomNumberGenerator, Sendable {
     }
 
     /// A uniformly distributed integer in `range`.
-    public mutating func next(in range: ClosedRange<Int>) -> Int {
+    package mutating func next(in range: ClosedRange<Int>) -> Int {
         range.lowerBound + next(below: range.upperBound - range.lowerBound + 1)
     }
 
     /// A uniformly distributed double in `0..<1`, from the top 53 bits.
-    public mutating func nextUnitDouble() -> Double {
+    package mutating func nextUnitDouble() -> Double {
         Double(next() >> 11) * 0x1.0p-53
     }
 
     /// `true` with probability `probability`.
-    public mutating func chance(_ probability: Double) -> Bool {
+    package mutating func chance(_ probability: Double) -> Bool {
         nextUnitDouble() < probability
     }
 
     /// A uniformly chosen element; the collection must not be empty.
-    public mutating func element<C: RandomAccessCollection>(of collection: C) -> C.Element where C.Index == Int {
+    package mutating func element<C: RandomAccessCollection>(of collection: C) -> C.Element where C.Index == Int {
         collection[collection.startIndex + next(below: collection.count)]
     }
 
     /// A new seed for an independent sub-stream (a device, a test case).
-    public mutating func nextSeed() -> UInt64 { next() }
+    package mutating func nextSeed() -> UInt64 { next() }
 }

@@ -2,14 +2,14 @@
 /// removes chunks of the plan (operations and faults, halving the chunk size down to one
 /// event), then network decisions (a removed decision becomes a clean delivery), and
 /// keeps each removal after which the run still fails.
-public struct Shrinker {
+package struct Shrinker {
     /// The most runs one shrink may try.
-    public var maximumRuns: Int
+    package var maximumRuns: Int
 
-    public init(maximumRuns: Int = 3_000) { self.maximumRuns = maximumRuns }
+    package init(maximumRuns: Int = 3_000) { self.maximumRuns = maximumRuns }
 
     /// The smallest failing input found, and how many runs it took.
-    public func shrink(_ input: SimulationInput, fails: (SimulationInput) -> Bool) -> (input: SimulationInput, runs: Int) {
+    package func shrink(_ input: SimulationInput, fails: (SimulationInput) -> Bool) -> (input: SimulationInput, runs: Int) {
         var current = input
         if current.recordedFates == nil { current.recordedFates = [:] }
         var runs = 0

@@ -4,7 +4,7 @@ import Synchronization
 /// A ``Storage`` that models a disk with a write-back cache: saves are kept pending until
 /// ``flush()`` makes them durable, and ``crash()`` loses what is still pending, as a power
 /// cut would. One run uses it from one thread; the lock only satisfies `Sendable`.
-public final class SimulatedDisk: Storage {
+package final class SimulatedDisk: Storage {
     private struct Contents {
         var durable: StoredState?
         var pending: [Pending] = []
@@ -17,9 +17,11 @@ public final class SimulatedDisk: Storage {
 
     private let contents = Mutex(Contents())
 
-    public init() {}
+    /// An empty disk.
+    package init() {}
 
-    public func load() throws(ConvergeError) -> StoredState? {
+    /// What the store would read back now: the durable state with the pending saves on top.
+    package func load() throws(ConvergeError) -> StoredState? {
         contents.withLock { contents in
             var state = contents.durable
             for change in contents.pending { Self.apply(change, to: &state) }
@@ -27,19 +29,21 @@ public final class SimulatedDisk: Storage {
         }
     }
 
-    public func save(_ change: StorageChange) throws(ConvergeError) {
+    /// Keeps `change` pending until the next ``flush()``.
+    package func save(_ change: StorageChange) throws(ConvergeError) {
         contents.withLock { $0.pending.append(.save(change)) }
     }
 
-    public func replaceAll(with state: StoredState) throws(ConvergeError) {
+    /// Keeps the replacement pending until the next ``flush()``.
+    package func replaceAll(with state: StoredState) throws(ConvergeError) {
         contents.withLock { $0.pending.append(.replace(state)) }
     }
 
     /// Whether anything is waiting to be made durable.
-    public var hasPendingWrites: Bool { contents.withLock { !$0.pending.isEmpty } }
+    package var hasPendingWrites: Bool { contents.withLock { !$0.pending.isEmpty } }
 
     /// Makes every pending save durable (an fsync).
-    public func flush() {
+    package func flush() {
         contents.withLock { contents in
             for change in contents.pending { Self.apply(change, to: &contents.durable) }
             contents.pending.removeAll()
@@ -47,7 +51,7 @@ public final class SimulatedDisk: Storage {
     }
 
     /// Loses every pending save.
-    public func crash() {
+    package func crash() {
         contents.withLock { $0.pending.removeAll() }
     }
 

@@ -7,7 +7,7 @@ extension Simulation {
     func checkHubQuota(account: AccountID) {
         let usage = hub.state(of: account).usage
         if !quota.admits(usage) {
-            violations.append("quota: at \(now) ms the hub's state of \(account) is over the quota: \(usage)")
+            violations.append(Violation(.quota, "at \(now) ms the hub's state of \(account) is over the quota: \(usage)"))
         }
     }
 
@@ -16,7 +16,7 @@ extension Simulation {
         for key in state.entries.keys.sorted() {
             for sibling in state.siblings(forKey: key) {
                 if case .string(let text)? = sibling.value, !text.hasPrefix(account.rawValue + "|") {
-                    violations.append("accounts: \(place) holds \"\(text.prefix(40))\" of another account under \(key)")
+                    violations.append(Violation(.accounts, "\(place) holds \"\(text.prefix(40))\" of another account under \(key)"))
                     return
                 }
             }
@@ -28,7 +28,7 @@ extension Simulation {
     /// its account), in state and in visible values.
     func convergenceDifference() -> String? {
         var reference: [AccountID: (name: String, state: ReplicatedMap, values: [String: Value])] = [:]
-        let policy = Self.policy(named: options.policy)
+        let policy = options.policy.policy
         if options.topology == .hub {
             for account in hub.accountIDs {
                 let state = hub.state(of: account)
@@ -67,7 +67,7 @@ extension Simulation {
     /// no account leaks, and no lost write.
     func checkAfterConvergence() {
         if livenessMs != nil, let difference = convergenceDifference() {
-            violations.append("convergence: \(difference)")
+            violations.append(Violation(.convergence, "\(difference)"))
         }
         var flags: [AccountID: Bool] = [:]
         for device in devices {
@@ -76,10 +76,10 @@ extension Simulation {
             checkNoLeak(state, account: account, at: "\(device.id)")
             let admitted = quota.admits(state.usage)
             if options.topology == .hub && !admitted && livenessMs != nil {
-                violations.append("quota: \(device.id) is over the quota after convergence: \(state.usage)")
+                violations.append(Violation(.quota, "\(device.id) is over the quota after convergence: \(state.usage)"))
             }
             if let flag = flags[account], flag != admitted {
-                violations.append("quota: replicas of \(account) flag the soft quota differently")
+                violations.append(Violation(.quota, "replicas of \(account) flag the soft quota differently"))
             }
             flags[account] = admitted
         }
@@ -108,7 +108,7 @@ extension Simulation {
             lost.append("\(write.dot) (\(write.key) in \(write.account) at \(write.timeMs) ms)")
         }
         if !lost.isEmpty {
-            violations.append("lost write: \(lost.count) durable writes are neither visible, superseded nor compensated, first \(lost.prefix(3).joined(separator: ", "))")
+            violations.append(Violation(.lostWrite, "\(lost.count) durable writes are neither visible, superseded nor compensated, first \(lost.prefix(3).joined(separator: ", "))"))
         }
         metrics.lostWrites = lost.count
     }
@@ -122,11 +122,11 @@ extension Simulation {
         let a = devices[i].store.replicatedState, b = devices[j].store.replicatedState
         metrics.lawChecks += 1
         if join(a, b) != join(b, a) {
-            violations.append("CRDT laws: join of \(devices[i].id) and \(devices[j].id) is not commutative at \(now) ms")
+            violations.append(Violation(.crdtLaws, "join of \(devices[i].id) and \(devices[j].id) is not commutative at \(now) ms"))
             return
         }
         if join(a, a) != a {
-            violations.append("CRDT laws: join of \(devices[i].id) with itself changes it at \(now) ms")
+            violations.append(Violation(.crdtLaws, "join of \(devices[i].id) with itself changes it at \(now) ms"))
         }
     }
 

@@ -9,7 +9,7 @@ extension Simulation {
     func send(_ message: SyncMessage, from: Node, to: Node) {
         let bytes: [UInt8]
         do { bytes = try message.encoded() } catch {
-            violations.append("sync: a message could not be encoded: \(error)")
+            violations.append(Violation(.sync, "a message could not be encoded: \(error)"))
             return
         }
         send(encoded: bytes, from: from, to: to)
@@ -40,7 +40,7 @@ extension Simulation {
         digest.update(message.bytes)
         let decoded: SyncMessage
         do { decoded = try SyncMessage(encoded: message.bytes) } catch {
-            violations.append("sync: a message the simulator sent does not decode: \(error)")
+            violations.append(Violation(.sync, "a message the simulator sent does not decode: \(error)"))
             return
         }
         switch (decoded, message.to) {
@@ -49,7 +49,7 @@ extension Simulation {
         case (.upToDate, .device(let d)), (.reply, .device(let d)), (.gossip, .device(let d)):
             deviceReceives(decoded, device: d)
         default:
-            violations.append("sync: a message reached the wrong kind of node")
+            violations.append(Violation(.sync, "a message reached the wrong kind of node"))
         }
     }
 

@@ -33,7 +33,7 @@ extension Simulation {
             return try SyncMessage.push(SyncPush(account: store.account, device: store.replicaID,
                                                  delta: state.delta(for: state.context))).encoded()
         } catch {
-            violations.append("sync: \(devices[d].id) could not make a request: \(error)")
+            violations.append(Violation(.sync, "\(devices[d].id) could not make a request: \(error)"))
             return nil
         }
     }
@@ -48,7 +48,7 @@ extension Simulation {
             return try SyncMessage.gossip(SyncGossip(account: store.account, sender: store.replicaID,
                                                      delta: state.delta(for: state.context), wantsReply: true)).encoded()
         } catch {
-            violations.append("sync: \(devices[d].id) could not make gossip: \(error)")
+            violations.append(Violation(.sync, "\(devices[d].id) could not make gossip: \(error)"))
             return nil
         }
     }
@@ -56,10 +56,11 @@ extension Simulation {
     /// Device `d` takes a message from the hub or a peer: its store carries it out, and
     /// answers a peer that asked.
     func deviceReceives(_ message: SyncMessage, device d: Int) {
+        changed(.device(d))
         setClock(d)
         let receipt: SyncReceipt
         do { receipt = try devices[d].store.receive(message) } catch {
-            violations.append("storage: \(devices[d].id) could not take a message: \(error)")
+            violations.append(Violation(.storage, "\(devices[d].id) could not take a message: \(error)"))
             return
         }
         if !receipt.rejectedKeys.isEmpty { metrics.quotaViolationNotices += 1 }

@@ -31,7 +31,7 @@ extension Simulation {
             step(event)
         }
         if livenessMs == nil && !finished {
-            violations.append("the run ended before the replicas converged")
+            violations.append(Violation(.liveness, "the run ended before the replicas converged"))
         }
         checkAfterConvergence()
         return finish()
@@ -73,7 +73,7 @@ extension Simulation {
         case .livenessCheck:
             if let difference = convergenceDifference() {
                 if now - healTime > options.livenessBoundMs {
-                    violations.append("liveness: not converged \(options.livenessBoundMs) ms after healing: \(difference)")
+                    violations.append(Violation(.liveness, "not converged \(options.livenessBoundMs) ms after healing: \(difference)"))
                     finished = true
                 } else {
                     queue.schedule(.livenessCheck, at: now + options.syncIntervalMs)
@@ -101,10 +101,10 @@ extension Simulation {
         let converged = livenessMs != nil
         for device in devices { digest.update(device.store.replicatedState.encoded()) }
         for account in hub.accountIDs { digest.update(hub.state(of: account).encoded()) }
-        let metricsJSON = metrics.json(simulation: self)
-        digest.update(metricsJSON.serialized())
-        for violation in violations { digest.update(violation) }
+        let report = metrics.report(simulation: self)
+        digest.update(JSONCoding.bytes(of: report))
+        for violation in violations { digest.update(violation.description) }
         return SimulationResult(seed: input.seed, options: options, variant: input.variant, converged: converged,
-                                violations: violations, metrics: metricsJSON, digest: digest.hex, fates: network.usedFates)
+                                violations: violations, metrics: report, digest: digest.hex, fates: network.usedFates)
     }
 }

@@ -50,11 +50,12 @@ extension Simulation {
 
     func restart(_ d: Int) {
         guard devices[d].crashed else { return }
+        changed(.device(d))
         setClock(d)
         do {
             try devices[d].reopen()
         } catch {
-            violations.append("storage: \(devices[d].id) could not reopen its disk after a crash: \(error)")
+            violations.append(Violation(.storage, "\(devices[d].id) could not reopen its disk after a crash: \(error)"))
         }
         devices[d].crashed = false
         devices[d].flushScheduled = false
@@ -62,11 +63,12 @@ extension Simulation {
 
     func switchAccount(_ d: Int, to account: AccountID) {
         let store = devices[d].store
+        changed(.device(d))
         devices[d].cachedStates[store.account] = store.replicatedState
         do {
             try store.switchAccount(to: account)
         } catch {
-            violations.append("storage: \(devices[d].id) could not switch account: \(error)")
+            violations.append(Violation(.storage, "\(devices[d].id) could not switch account: \(error)"))
             return
         }
         metrics.accountSwitches += 1

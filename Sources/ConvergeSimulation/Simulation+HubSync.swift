@@ -5,6 +5,7 @@ import Converge
 /// state after every reply.
 extension Simulation {
     func hubReceives(_ request: SyncMessage, from sender: Node) {
+        changed(.hub)
         var compensations: [HubCompensation] = []
         guard let answer = hub.receive(request, nowMilliseconds: UInt64(Self.baseMilliseconds + now), compensations: &compensations)
         else { return }

@@ -42,6 +42,7 @@ extension Simulation {
         let before = store.siblings(forKey: key)
         let shown = store.value(forKey: key)
         let usageBefore = store.usage
+        changed(.device(d))
         do {
             try store.setValue(value, forKey: key)
         } catch {
@@ -51,7 +52,7 @@ extension Simulation {
         let usageAfter = store.usage
         if options.topology == .mesh && !quota.admits(usageBefore)
             && (usageAfter.keyCount > usageBefore.keyCount || usageAfter.valueBytes > usageBefore.valueBytes) {
-            violations.append("quota: \(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota")
+            violations.append(Violation(.quota, "\(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota"))
         }
         guard let written = store.siblings(forKey: key).first(where: { $0.dot.replica == devices[d].id && !before.contains($0) })
         else { return }

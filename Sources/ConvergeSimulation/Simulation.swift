@@ -40,18 +40,25 @@ public final class Simulation {
     var finished = false
     var digest = RunDigest()
     var eventsProcessed = 0
+    /// How many times the invariants were checked after a step (every step in debug
+    /// builds, none in release builds).
+    package internal(set) var invariantChecks = 0
+    /// The replicas the current step changed, for the checks after it.
+    var changedThisStep: [SimulatedNetwork.Node] = []
     var ledger = WriteLedger()
     var metrics = MetricsCollector()
-    var violations: [String] = []
+    var violations: [Violation] = []
     var livenessMs: Int?
 
+    /// A run of `input`, ready to ``run()``: its devices, hub and network set up, nothing
+    /// run yet. Run it once.
     public init(_ input: SimulationInput) {
         self.input = input
         options = input.options
         quota = options.quota
         hooks = VariantHooks(input.variant, ambientJitter: input.ambientJitter)
         var hub = HubSyncMachine(hubID: "hub", quota: hooks.hubQuota(options.quota),
-                                 policies: MergePolicies(default: Self.policy(named: options.policy)),
+                                 policies: MergePolicies(default: options.policy.policy),
                                  retirementIntervalMilliseconds: UInt64(options.retirementMs))
         hub._forgetsCompensatingWrites = hooks.hubForgetsCompensatingWrites
         hub._collectsBeforeStable = hooks.hubCollectsBeforeStable
@@ -68,10 +75,6 @@ public final class Simulation {
             let policy = hooks.readPolicy(ofDevice: index, configured: options.policy)
             devices.append(SimulatedDevice(index: index, quota: quota, policies: MergePolicies(default: policy)))
         }
-    }
-
-    static func policy(named name: String) -> MergePolicy {
-        MergePolicy.named(name) ?? .lastWriterWins
     }
 
     /// Whether the faults are over (the liveness phase): the network is clean and every

@@ -1,19 +1,23 @@
-/// Everything a run needs: the resolved options, the plan (operations and faults), where
-/// network decisions come from, and an optional broken variant. A trace records all of
-/// it, so ``SimulationInput`` is what `replay` and `shrink` rebuild.
+/// Everything a run needs: the resolved options and the plan (operations and faults), and
+/// where network decisions come from. A trace records all of it, so ``SimulationInput`` is
+/// what `replay` and `shrink` rebuild.
 public struct SimulationInput: Sendable {
+    /// The seed the plan and the network's decisions are drawn from.
     public var seed: UInt64
+    /// Every option of the run.
     public var options: SimulationOptions
-    public var plan: [TimedEvent]
+    /// The operations and faults, in time order.
+    package var plan: [TimedEvent]
     /// Recorded network decisions, or `nil` to draw them from the seed.
-    public var recordedFates: [Int: NetworkFate]?
-    public var variant: BrokenVariant?
+    package var recordedFates: [Int: NetworkFate]?
+    /// A deliberately broken variant, to show a checker catching it.
+    package var variant: BrokenVariant?
     /// For ``BrokenVariant/nondeterministic`` only: a source of ambient randomness the
     /// caller injects (the simulator itself never reads any).
-    public var ambientJitter: (@Sendable () -> Int)?
+    package var ambientJitter: (@Sendable () -> Int)?
 
-    public init(seed: UInt64, options: SimulationOptions, plan: [TimedEvent], recordedFates: [Int: NetworkFate]? = nil,
-                variant: BrokenVariant? = nil) {
+    package init(seed: UInt64, options: SimulationOptions, plan: [TimedEvent], recordedFates: [Int: NetworkFate]? = nil,
+                 variant: BrokenVariant? = nil) {
         self.seed = seed
         self.options = options
         self.plan = plan
@@ -23,7 +27,14 @@ public struct SimulationInput: Sendable {
 
     /// The input of a fresh run: options resolved from the scenario and the seed, the
     /// plan drawn from the seed.
-    public init(scenario: Scenario, seed: UInt64, variant: BrokenVariant? = nil) throws(ScenarioError) {
+    ///
+    /// - Throws: ``ScenarioError`` if the scenario's options contradict each other.
+    public init(scenario: Scenario, seed: UInt64) throws(ScenarioError) {
+        try self.init(scenario: scenario, seed: seed, variant: nil)
+    }
+
+    /// The input of a fresh run of a broken variant (or of the real system, for `nil`).
+    package init(scenario: Scenario, seed: UInt64, variant: BrokenVariant?) throws(ScenarioError) {
         let options = try scenario.resolved(seed: seed)
         self.init(seed: seed, options: options, plan: PlanGenerator.plan(for: options, seed: seed), variant: variant)
     }

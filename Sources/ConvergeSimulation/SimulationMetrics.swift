@@ -1,107 +1,229 @@
-import Converge
+/// What one run measured, grouped as the JSON report prints it (`metrics`).
+///
+/// Quantiles and ratios are `nil` (JSON `null`) when there is nothing to measure: no
+/// write reached every device, no key, no operation.
+public struct SimulationMetrics: Codable, Hashable, Sendable {
+    /// The workload's operations.
+    public var operations = Operations()
+    /// How fast replicas converged.
+    public var convergence = Convergence()
+    /// The sync traffic.
+    public var network = Network()
+    /// What the merge policy showed and hid.
+    public var policy: Policy
+    /// The replicas' final states.
+    public var state = State()
+    /// The quota's enforcement.
+    public var quota = QuotaEnforcement()
+    /// The faults injected.
+    public var faults = Faults()
+    /// What the checkers looked at.
+    public var checks = Checks()
 
-/// What a run counts, reported as one JSON object (see ``json(simulation:)`` for the
-/// members).
-struct MetricsCollector {
-    var sets = 0, removes = 0, reads = 0, explicitSyncs = 0
-    var writesRefused = 0, operationsOnCrashedDevices = 0, syncsWhileOffline = 0
-    var messagesSent = 0, bytesSent = 0, messagesLost = 0, messagesDuplicated = 0
-    var messagesDroppedByFaults = 0, messagesDroppedByFullQueues = 0
-    var propagationLatencies: [Int] = []
-    var conflictsResolvedByWrites = 0, lostUpdates = 0, lostUpdatesLaterInTrueTime = 0
-    var quotaCompensations = 0, quotaViolationNotices = 0, fullStateReplies = 0, upToDateAnswers = 0
-    var partitions = 0, oneWayPartitions = 0, offlinePeriods = 0, longAbsences = 0, hubOutages = 0
-    var crashes = 0, writesLostInCrashes = 0, accountSwitches = 0
-    var lawChecks = 0, lostWrites = 0
+    /// Metrics of a run under `policy`, everything else zero.
+    init(policy: PolicyName) { self.policy = Policy(name: policy.rawValue) }
 
-    /// A local write replaced `superseded` while the app saw `shown`. With two or more
-    /// live siblings, that resolved a conflict; each live sibling the policy hid is an
-    /// update lost to the policy, and one written later (in true time) than the sibling
-    /// shown was lost to clock skew.
-    mutating func recordResolution(superseded: [Sibling], shown: Value?, ledger: WriteLedger, account: AccountID) {
-        let live = superseded.filter { !$0.isTombstone }
-        guard live.count > 1 else { return }
-        conflictsResolvedByWrites += 1
-        let shownValues: [Value]
-        if case .array(let items)? = shown, !live.contains(where: { $0.value == shown }) { shownValues = items } else { shownValues = shown.map { [$0] } ?? [] }
-        let shownTimes = live.filter { shownValues.contains($0.value!) }.compactMap { ledger.write($0.dot, account: account)?.timeMs }
-        for sibling in live where !shownValues.contains(sibling.value!) {
-            lostUpdates += 1
-            if let time = ledger.write(sibling.dot, account: account)?.timeMs, let latestShown = shownTimes.max(), time > latestShown {
-                lostUpdatesLaterInTrueTime += 1
-            }
+    /// The workload's operations, by kind.
+    public struct Operations: Codable, Hashable, Sendable {
+        /// Sets performed.
+        public var set = 0
+        /// Removes performed.
+        public var remove = 0
+        /// Reads performed.
+        public var read = 0
+        /// Explicit synchronizations.
+        public var synchronize = 0
+        /// Local writes the store refused (over the quota).
+        public var refusedByQuota = 0
+        /// Operations planned on a device that was down, so not performed.
+        public var onCrashedDevices = 0
+    }
+
+    /// How fast replicas converged.
+    public struct Convergence: Codable, Hashable, Sendable {
+        /// Virtual time from healing to convergence, or `nil` if the replicas did not converge.
+        public var livenessMs: Int?
+        /// Time from a write to the moment every device held it.
+        public var propagationMs = Quantiles()
+        /// Writes that reached every device.
+        public var writesPropagated = 0
+        /// Virtual time at the end of the run.
+        public var virtualTimeMs = 0
+
+        private enum CodingKeys: String, CodingKey { case livenessMs, propagationMs, writesPropagated, virtualTimeMs }
+
+        /// Encodes every member, `null` for an absent one.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(livenessMs, forKey: .livenessMs)
+            try container.encode(propagationMs, forKey: .propagationMs)
+            try container.encode(writesPropagated, forKey: .writesPropagated)
+            try container.encode(virtualTimeMs, forKey: .virtualTimeMs)
         }
     }
 
-    func json(simulation: Simulation) -> JSON {
-        let operations = sets + removes + reads + explicitSyncs
-        let latencies = propagationLatencies.sorted()
-        func quantile(_ q: Double) -> JSON {
-            latencies.isEmpty ? .null : .int(Int64(latencies[min(latencies.count - 1, Int(Double(latencies.count) * q))]))
-        }
-        // Siblings and metadata, over the final states of every device.
-        var keys = 0, siblings = 0, maxSiblings = 0, stateBytes = 0, payloadBytes = 0, tombstones = 0
-        for device in simulation.devices {
-            let state = device.store.replicatedState
-            stateBytes += state.encoded().count
-            for key in state.entries.keys {
-                let list = state.siblings(forKey: key)
-                keys += 1
-                siblings += list.count
-                maxSiblings = max(maxSiblings, list.count)
-                payloadBytes += key.utf8.count + list.reduce(0) { $0 + $1.valueSizeBytes }
-                tombstones += list.filter(\.isTombstone).count
+    /// Quantiles of a list of durations, `nil` when the list is empty.
+    public struct Quantiles: Codable, Hashable, Sendable {
+        /// The median.
+        public var p50: Int?
+        /// The 90th percentile.
+        public var p90: Int?
+        /// The 99th percentile.
+        public var p99: Int?
+        /// The largest.
+        public var max: Int?
+
+        private enum CodingKeys: String, CodingKey { case p50, p90, p99, max }
+
+        /// The quantiles of `values`.
+        init(of values: [Int] = []) {
+            let sorted = values.sorted()
+            func quantile(_ q: Double) -> Int? {
+                sorted.isEmpty ? nil : sorted[Swift.min(sorted.count - 1, Int(Double(sorted.count) * q))]
             }
+            p50 = quantile(0.5)
+            p90 = quantile(0.9)
+            p99 = quantile(0.99)
+            max = sorted.last
         }
-        var collected = 0
-        for account in simulation.hub.accountIDs { collected += simulation.hub.tombstonesCollected(in: account) }
-        func ratio(_ a: Int, _ b: Int) -> JSON { b == 0 ? .null : .double(Double(a) / Double(b)) }
-        return .object([
-            ("operations", .object([
-                ("set", .int(Int64(sets))), ("remove", .int(Int64(removes))), ("read", .int(Int64(reads))),
-                ("synchronize", .int(Int64(explicitSyncs))), ("refusedByQuota", .int(Int64(writesRefused))),
-                ("onCrashedDevices", .int(Int64(operationsOnCrashedDevices))),
-            ])),
-            ("convergence", .object([
-                ("livenessMs", simulation.livenessMs.map { .int(Int64($0)) } ?? .null),
-                ("propagationMs", .object([("p50", quantile(0.5)), ("p90", quantile(0.9)), ("p99", quantile(0.99)),
-                                           ("max", latencies.last.map { .int(Int64($0)) } ?? .null)])),
-                ("writesPropagated", .int(Int64(latencies.count))),
-                ("virtualTimeMs", .int(Int64(simulation.now))),
-            ])),
-            ("network", .object([
-                ("messages", .int(Int64(messagesSent))), ("bytes", .int(Int64(bytesSent))),
-                ("messagesPerOperation", ratio(messagesSent, operations)), ("bytesPerOperation", ratio(bytesSent, operations)),
-                ("lost", .int(Int64(messagesLost))), ("duplicated", .int(Int64(messagesDuplicated))),
-                ("droppedByFaults", .int(Int64(messagesDroppedByFaults))), ("droppedByFullQueues", .int(Int64(messagesDroppedByFullQueues))),
-                ("syncsWhileOffline", .int(Int64(syncsWhileOffline))), ("upToDateAnswers", .int(Int64(upToDateAnswers))),
-            ])),
-            ("policy", .object([
-                ("name", .string(simulation.options.policy)),
-                ("conflictsResolvedByWrites", .int(Int64(conflictsResolvedByWrites))),
-                ("lostUpdates", .int(Int64(lostUpdates))),
-                ("lostUpdatesLaterInTrueTime", .int(Int64(lostUpdatesLaterInTrueTime))),
-            ])),
-            ("state", .object([
-                ("keys", .int(Int64(keys))), ("siblingsPerKey", ratio(siblings, keys)), ("maxSiblings", .int(Int64(maxSiblings))),
-                ("metadataBytesPerKey", ratio(stateBytes - payloadBytes, keys)),
-                ("tombstones", .int(Int64(tombstones))), ("tombstonesCollectedByHub", .int(Int64(collected))),
-            ])),
-            ("quota", .object([
-                ("compensations", .int(Int64(quotaCompensations))), ("violationNotices", .int(Int64(quotaViolationNotices))),
-            ])),
-            ("faults", .object([
-                ("partitions", .int(Int64(partitions))), ("oneWayPartitions", .int(Int64(oneWayPartitions))),
-                ("offlinePeriods", .int(Int64(offlinePeriods))), ("absencesPastRetirement", .int(Int64(longAbsences))),
-                ("hubOutages", .int(Int64(hubOutages))), ("crashes", .int(Int64(crashes))),
-                ("writesLostInCrashes", .int(Int64(writesLostInCrashes))), ("accountSwitches", .int(Int64(accountSwitches))),
-                ("fullStateReplies", .int(Int64(fullStateReplies))),
-            ])),
-            ("checks", .object([
-                ("events", .int(Int64(simulation.eventsProcessed))), ("lawChecks", .int(Int64(lawChecks))),
-                ("writesChecked", .int(Int64(simulation.ledger.writes.filter { $0.durable && !$0.forgotten }.count))),
-                ("lostWrites", .int(Int64(lostWrites))),
-            ])),
-        ])
+
+        /// Encodes every member, `null` for an absent one.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(p50, forKey: .p50)
+            try container.encode(p90, forKey: .p90)
+            try container.encode(p99, forKey: .p99)
+            try container.encode(max, forKey: .max)
+        }
+    }
+
+    /// The sync traffic.
+    public struct Network: Codable, Hashable, Sendable {
+        /// Messages sent.
+        public var messages = 0
+        /// Bytes sent.
+        public var bytes = 0
+        /// Messages sent per workload operation.
+        public var messagesPerOperation: Double?
+        /// Bytes sent per workload operation.
+        public var bytesPerOperation: Double?
+        /// Messages the network lost.
+        public var lost = 0
+        /// Extra copies the network delivered.
+        public var duplicated = 0
+        /// Messages dropped by partitions, offline periods, outages and crashes.
+        public var droppedByFaults = 0
+        /// Messages dropped because the receiver's queue was full.
+        public var droppedByFullQueues = 0
+        /// Synchronizations a device skipped because it was offline.
+        public var syncsWhileOffline = 0
+        /// Polls the hub answered with "up to date".
+        public var upToDateAnswers = 0
+
+        private enum CodingKeys: String, CodingKey {
+            case messages, bytes, messagesPerOperation, bytesPerOperation, lost, duplicated, droppedByFaults,
+                 droppedByFullQueues, syncsWhileOffline, upToDateAnswers
+        }
+
+        /// Encodes every member, `null` for an absent one.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(messages, forKey: .messages)
+            try container.encode(bytes, forKey: .bytes)
+            try container.encode(messagesPerOperation, forKey: .messagesPerOperation)
+            try container.encode(bytesPerOperation, forKey: .bytesPerOperation)
+            try container.encode(lost, forKey: .lost)
+            try container.encode(duplicated, forKey: .duplicated)
+            try container.encode(droppedByFaults, forKey: .droppedByFaults)
+            try container.encode(droppedByFullQueues, forKey: .droppedByFullQueues)
+            try container.encode(syncsWhileOffline, forKey: .syncsWhileOffline)
+            try container.encode(upToDateAnswers, forKey: .upToDateAnswers)
+        }
+    }
+
+    /// What the merge policy showed and hid.
+    public struct Policy: Codable, Hashable, Sendable {
+        /// The policy's command-line name.
+        public var name: String
+        /// Local writes that replaced two or more live siblings.
+        public var conflictsResolvedByWrites = 0
+        /// Live siblings the policy hid from the app before a write replaced them.
+        public var lostUpdates = 0
+        /// Of ``lostUpdates``, those written later (in true time) than every sibling shown:
+        /// the mark of clock skew under last-writer-wins.
+        public var lostUpdatesLaterInTrueTime = 0
+    }
+
+    /// The replicas' final states, over every device.
+    public struct State: Codable, Hashable, Sendable {
+        /// Keys, counted once per device that holds them.
+        public var keys = 0
+        /// Siblings per key.
+        public var siblingsPerKey: Double?
+        /// The most siblings of one key.
+        public var maxSiblings = 0
+        /// Bytes of an encoded state that are not keys or values, per key.
+        public var metadataBytesPerKey: Double?
+        /// Tombstones held.
+        public var tombstones = 0
+        /// Tombstones the hub collected.
+        public var tombstonesCollectedByHub = 0
+
+        private enum CodingKeys: String, CodingKey {
+            case keys, siblingsPerKey, maxSiblings, metadataBytesPerKey, tombstones, tombstonesCollectedByHub
+        }
+
+        /// Encodes every member, `null` for an absent one.
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(keys, forKey: .keys)
+            try container.encode(siblingsPerKey, forKey: .siblingsPerKey)
+            try container.encode(maxSiblings, forKey: .maxSiblings)
+            try container.encode(metadataBytesPerKey, forKey: .metadataBytesPerKey)
+            try container.encode(tombstones, forKey: .tombstones)
+            try container.encode(tombstonesCollectedByHub, forKey: .tombstonesCollectedByHub)
+        }
+    }
+
+    /// The quota's enforcement.
+    public struct QuotaEnforcement: Codable, Hashable, Sendable {
+        /// Compensating writes of the hub.
+        public var compensations = 0
+        /// Replies that told a device some of its writes were superseded.
+        public var violationNotices = 0
+    }
+
+    /// The faults injected.
+    public struct Faults: Codable, Hashable, Sendable {
+        /// Symmetric partitions.
+        public var partitions = 0
+        /// One-way partitions.
+        public var oneWayPartitions = 0
+        /// Offline periods.
+        public var offlinePeriods = 0
+        /// Offline periods longer than the retirement interval.
+        public var absencesPastRetirement = 0
+        /// Hub outages.
+        public var hubOutages = 0
+        /// Device crashes.
+        public var crashes = 0
+        /// Writes a crash lost before the disk made them durable (never acknowledged).
+        public var writesLostInCrashes = 0
+        /// Account switches.
+        public var accountSwitches = 0
+        /// Full-state replies of the hub (to devices back from retirement).
+        public var fullStateReplies = 0
+    }
+
+    /// What the checkers looked at.
+    public struct Checks: Codable, Hashable, Sendable {
+        /// Events the loop ran.
+        public var events = 0
+        /// Samples of the CRDT-law checker.
+        public var lawChecks = 0
+        /// Durable writes the no-lost-write checker held the run to.
+        public var writesChecked = 0
+        /// Durable writes found lost.
+        public var lostWrites = 0
     }
 }

@@ -11,7 +11,7 @@ public enum SimulationRunner {
         if checkDeterminism {
             let again = Simulation(input).run()
             if again.digest != result.digest {
-                result.violations.append("determinism: two runs of the same input gave digests \(result.digest) and \(again.digest)")
+                result.violations.append(Violation(.determinism, "two runs of the same input gave digests \(result.digest) and \(again.digest)"))
             }
         }
         return result

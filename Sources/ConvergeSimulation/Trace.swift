@@ -1,132 +1,224 @@
 /// A run's trace as JSON Lines: a header (seed, variant, every resolved option), one line
 /// per planned event (operations, faults, clock settings), one line per network decision,
-/// and the result. It holds every input of the run, so ``SimulationInput/init(trace:)``
+/// and the result. It holds every input of the run, so ``ParsedTrace/init(text:)``
 /// rebuilds the run without the seed's generator.
 public enum Trace {
-    public static let format = "converge-sim-trace"
-    public static let version: Int64 = 1
+    /// The `type` of a trace's first line.
+    static let format = "converge-sim-trace"
+    /// The format's version: 2 since violations are objects with a kind.
+    static let version = 2
 
-    /// The trace of a finished run.
+    /// The trace of a finished run, one JSON object per line.
+    ///
+    /// - Parameters:
+    ///   - input: What the run was given.
+    ///   - result: What it gave.
     public static func lines(input: SimulationInput, result: SimulationResult) -> [String] {
         var lines: [String] = []
-        lines.append(JSON.object([
-            ("type", .string(format)), ("version", .int(version)), ("seed", .string(String(input.seed))),
-            ("variant", input.variant.map { .string($0.rawValue) } ?? .null), ("options", input.options.json),
-        ]).serialized())
-        for timed in input.plan { lines.append(encode(timed).serialized()) }
+        var header = TraceLine(type: format)
+        header.version = version
+        header.seed = String(input.seed)
+        header.variant = input.variant?.rawValue
+        header.options = input.options
+        lines.append(JSONCoding.encoded(header))
+        for timed in input.plan { lines.append(JSONCoding.encoded(TraceLine(timed))) }
         for id in result.fates.keys.sorted() {
-            lines.append(JSON.object([("type", .string("net")), ("message", .int(Int64(id))),
-                                      ("delaysMs", .array(result.fates[id]!.delaysMs.map { .int(Int64($0)) }))]).serialized())
+            var decision = TraceLine(type: "net")
+            decision.message = id
+            decision.delaysMs = result.fates[id]?.delaysMs
+            lines.append(JSONCoding.encoded(decision))
         }
-        lines.append(JSON.object([("type", .string("result")), ("converged", .bool(result.converged)),
-                                  ("violations", .array(result.violations.map(JSON.string))),
-                                  ("digest", .string(result.digest))]).serialized())
+        var outcome = TraceLine(type: "result")
+        outcome.converged = result.converged
+        outcome.violations = result.violations
+        outcome.digest = result.digest
+        lines.append(JSONCoding.encoded(outcome))
         return lines
     }
 
+    /// The trace of a finished run as one text, a line per JSON object.
     public static func text(input: SimulationInput, result: SimulationResult) -> String {
         lines(input: input, result: result).joined(separator: "\n") + "\n"
-    }
-
-    static func encode(_ timed: TimedEvent) -> JSON {
-        func n(_ v: Int) -> JSON { .int(Int64(v)) }
-        var members: [(String, JSON)] = []
-        switch timed.event {
-        case .set(let d, let key, let bytes): members = [("type", .string("set")), ("device", n(d)), ("key", n(key)), ("valueBytes", n(bytes))]
-        case .remove(let d, let key): members = [("type", .string("remove")), ("device", n(d)), ("key", n(key))]
-        case .synchronize(let d): members = [("type", .string("sync")), ("device", n(d))]
-        case .read(let d, let key): members = [("type", .string("read")), ("device", n(d)), ("key", n(key))]
-        case .partition(let group, let oneWay, let duration):
-            members = [("type", .string("partition")), ("devices", .array(group.map(n))), ("oneWay", .bool(oneWay)), ("durationMs", n(duration))]
-        case .offline(let d, let duration): members = [("type", .string("offline")), ("device", n(d)), ("durationMs", n(duration))]
-        case .hubOutage(let duration): members = [("type", .string("hubOutage")), ("durationMs", n(duration))]
-        case .crash(let d, let down): members = [("type", .string("crash")), ("device", n(d)), ("downMs", n(down))]
-        case .switchAccount(let d, let duration): members = [("type", .string("switchAccount")), ("device", n(d)), ("durationMs", n(duration))]
-        case .clock(let d, let offset, let drift): members = [("type", .string("clock")), ("device", n(d)), ("offsetMs", n(offset)), ("driftPpm", n(drift))]
-        }
-        members.insert(("t", n(timed.timeMs)), at: 1)
-        return .object(members)
     }
 }
 
 /// What a trace holds, read back.
-public struct ParsedTrace {
+public struct ParsedTrace: Sendable {
+    /// The run the trace recorded, with its network decisions: running it replays the trace.
     public var input: SimulationInput
-    /// The result the trace recorded, if it has one.
+    /// The digest the trace recorded, if it has a result.
     public var recordedDigest: String?
-    public var recordedViolations: [String]?
+    /// The violations the trace recorded, if it has a result.
+    public var recordedViolations: [Violation]?
 }
 
 extension ParsedTrace {
-    /// Parses a trace; every line is checked, and an error names the line.
+    /// Parses a trace; every line is checked.
+    ///
+    /// - Throws: ``ScenarioError`` naming the line and the member that is wrong.
     public init(text: String) throws(ScenarioError) {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
         guard let first = lines.first else { throw ScenarioError("the trace is empty") }
-        let header = try Self.parse(first, line: 1)
-        guard header["type"]?.stringValue == Trace.format else { throw ScenarioError("line 1: not a converge-sim trace (no \"\(Trace.format)\" header)") }
-        guard header["version"]?.intValue == Trace.version else { throw ScenarioError("line 1: unsupported trace version \(header["version"]?.serialized() ?? "none")") }
-        guard let seedText = header["seed"]?.stringValue, let seed = UInt64(seedText) else { throw ScenarioError("line 1: invalid seed") }
-        var variant: BrokenVariant?
-        if let name = header["variant"]?.stringValue {
-            guard let v = BrokenVariant(rawValue: name) else { throw ScenarioError("line 1: unknown variant \(name)") }
-            variant = v
+        let header = try Self.decode(first, line: 1)
+        guard header.type == Trace.format else { throw ScenarioError("line 1: not a converge-sim trace (no \"\(Trace.format)\" header)") }
+        guard header.version == Trace.version else {
+            throw ScenarioError("line 1: unsupported trace version \(header.version.map(String.init) ?? "none") (this converge-sim reads version \(Trace.version))")
         }
-        guard let optionsJSON = header["options"] else { throw ScenarioError("line 1: no options") }
-        let options: SimulationOptions
-        do { options = try SimulationOptions(json: optionsJSON) } catch { throw ScenarioError("line 1: \(error.message)") }
+        guard let seedText = header.seed, let seed = UInt64(seedText) else { throw ScenarioError("line 1: invalid seed") }
+        var variant: BrokenVariant?
+        if let name = header.variant {
+            guard let known = BrokenVariant(rawValue: name) else { throw ScenarioError("line 1: unknown variant \(name)") }
+            variant = known
+        }
+        guard let options = header.options else { throw ScenarioError("line 1: no options") }
         var plan: [TimedEvent] = []
         var fates: [Int: NetworkFate] = [:]
         var digest: String?
-        var violations: [String]?
+        var violations: [Violation]?
         for (offset, text) in lines.dropFirst().enumerated() {
             let number = offset + 2
-            let json = try Self.parse(text, line: number)
-            guard let type = json["type"]?.stringValue else { throw ScenarioError("line \(number): no \"type\"") }
-            func int(_ name: String, _ range: ClosedRange<Int> = 0...Int(Int32.max)) throws(ScenarioError) -> Int {
-                guard let value = json[name]?.intValue, value >= Int64(range.lowerBound), value <= Int64(range.upperBound) else {
-                    throw ScenarioError("line \(number): \"\(name)\" must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            let line = try Self.decode(text, line: number)
+            do throws(ScenarioError) {
+                switch line.type {
+                case "net":
+                    let (id, fate) = try line.networkDecision()
+                    fates[id] = fate
+                case "result":
+                    digest = line.digest
+                    violations = line.violations
+                default:
+                    let timed = try line.timedEvent(options: options)
+                    if let last = plan.last, last.timeMs > timed.timeMs { throw ScenarioError("events are not in time order") }
+                    plan.append(timed)
                 }
-                return Int(value)
+            } catch {
+                throw ScenarioError("line \(number): \(error.message)")
             }
-            let devices = 0...(options.devices - 1)
-            let keys = 0...(options.keys - 1)
-            let event: PlannedEvent
-            switch type {
-            case "net":
-                let id = try int("message")
-                guard let delays = json["delaysMs"]?.arrayValue?.compactMap(\.intValue), delays.allSatisfy({ $0 >= 0 && $0 <= Int32.max }),
-                      delays.count <= 2 else { throw ScenarioError("line \(number): \"delaysMs\" must be at most two non-negative integers") }
-                fates[id] = NetworkFate(delaysMs: delays.map { Int($0) })
-                continue
-            case "result":
-                digest = json["digest"]?.stringValue
-                violations = json["violations"]?.arrayValue?.compactMap(\.stringValue)
-                continue
-            case "set": event = .set(device: try int("device", devices), key: try int("key", keys), valueBytes: try int("valueBytes", 0...16_777_216))
-            case "remove": event = .remove(device: try int("device", devices), key: try int("key", keys))
-            case "sync": event = .synchronize(device: try int("device", devices))
-            case "read": event = .read(device: try int("device", devices), key: try int("key", keys))
-            case "partition":
-                guard let group = json["devices"]?.arrayValue?.compactMap(\.intValue), group.allSatisfy({ devices.contains(Int($0)) }),
-                      let oneWay = json["oneWay"]?.boolValue else { throw ScenarioError("line \(number): invalid partition") }
-                event = .partition(devices: group.map { Int($0) }, oneWay: oneWay, durationMs: try int("durationMs"))
-            case "offline": event = .offline(device: try int("device", devices), durationMs: try int("durationMs"))
-            case "hubOutage": event = .hubOutage(durationMs: try int("durationMs"))
-            case "crash": event = .crash(device: try int("device", devices), downMs: try int("downMs", 1...Int(Int32.max)))
-            case "switchAccount": event = .switchAccount(device: try int("device", devices), durationMs: try int("durationMs"))
-            case "clock": event = .clock(device: try int("device", devices), offsetMs: try int("offsetMs", -604_800_000...604_800_000),
-                                         driftPpm: try int("driftPpm", -100_000...100_000))
-            default: throw ScenarioError("line \(number): unknown event type \"\(type)\"")
-            }
-            let time = try int("t")
-            if let last = plan.last, last.timeMs > time { throw ScenarioError("line \(number): events are not in time order") }
-            plan.append(TimedEvent(timeMs: time, event: event))
         }
         self.init(input: SimulationInput(seed: seed, options: options, plan: plan, recordedFates: fates, variant: variant),
                   recordedDigest: digest, recordedViolations: violations)
     }
 
-    private static func parse(_ line: String, line number: Int) throws(ScenarioError) -> JSON {
-        do { return try JSON(parsing: line) } catch { throw ScenarioError("line \(number): not valid JSON: \(error)") }
+    private static func decode(_ text: String, line number: Int) throws(ScenarioError) -> TraceLine {
+        do { return try JSONCoding.decode(TraceLine.self, from: text) } catch { throw ScenarioError("line \(number): \(error.message)") }
+    }
+}
+
+/// One line of a trace: the members of every kind of line; a line has those of its `type`
+/// (absent members are left out of the JSON).
+struct TraceLine: Codable {
+    var type: String
+    // The header.
+    var version: Int?
+    var seed: String?
+    var variant: String?
+    var options: SimulationOptions?
+    // A planned event.
+    var t: Int?
+    var device: Int?
+    var key: Int?
+    var valueBytes: Int?
+    var devices: [Int]?
+    var oneWay: Bool?
+    var durationMs: Int?
+    var downMs: Int?
+    var offsetMs: Int?
+    var driftPpm: Int?
+    // A network decision.
+    var message: Int?
+    var delaysMs: [Int]?
+    // The result.
+    var converged: Bool?
+    var violations: [Violation]?
+    var digest: String?
+
+    init(type: String) { self.type = type }
+
+    init(from decoder: any Decoder) throws {
+        let members = try decoder.container(keyedBy: CodingKeys.self)
+        guard let type = try members.member(String.self, .type) else { throw ScenarioError("no \"type\"") }
+        self.type = type
+        version = try members.member(Int.self, .version)
+        seed = try members.member(String.self, .seed)
+        variant = try members.member(String.self, .variant)
+        options = try members.member(SimulationOptions.self, .options)
+        t = try members.member(Int.self, .t)
+        device = try members.member(Int.self, .device)
+        key = try members.member(Int.self, .key)
+        valueBytes = try members.member(Int.self, .valueBytes)
+        devices = try members.member([Int].self, .devices)
+        oneWay = try members.member(Bool.self, .oneWay)
+        durationMs = try members.member(Int.self, .durationMs)
+        downMs = try members.member(Int.self, .downMs)
+        offsetMs = try members.member(Int.self, .offsetMs)
+        driftPpm = try members.member(Int.self, .driftPpm)
+        message = try members.member(Int.self, .message)
+        delaysMs = try members.member([Int].self, .delaysMs)
+        converged = try members.member(Bool.self, .converged)
+        violations = try members.member([Violation].self, .violations)
+        digest = try members.member(String.self, .digest)
+    }
+
+    /// The line of a planned event.
+    init(_ timed: TimedEvent) {
+        t = timed.timeMs
+        switch timed.event {
+        case .set(let d, let key, let bytes): type = "set"; device = d; self.key = key; valueBytes = bytes
+        case .remove(let d, let key): type = "remove"; device = d; self.key = key
+        case .synchronize(let d): type = "sync"; device = d
+        case .read(let d, let key): type = "read"; device = d; self.key = key
+        case .partition(let group, let oneWay, let duration): type = "partition"; devices = group; self.oneWay = oneWay; durationMs = duration
+        case .offline(let d, let duration): type = "offline"; device = d; durationMs = duration
+        case .hubOutage(let duration): type = "hubOutage"; durationMs = duration
+        case .crash(let d, let down): type = "crash"; device = d; downMs = down
+        case .switchAccount(let d, let duration): type = "switchAccount"; device = d; durationMs = duration
+        case .clock(let d, let offset, let drift): type = "clock"; device = d; offsetMs = offset; driftPpm = drift
+        }
+    }
+
+    /// The planned event of this line, every member checked against `options`.
+    func timedEvent(options: SimulationOptions) throws(ScenarioError) -> TimedEvent {
+        func required(_ value: Int?, _ name: String, _ range: ClosedRange<Int> = 0...Int(Int32.max)) throws(ScenarioError) -> Int {
+            guard let value, range.contains(value) else {
+                throw ScenarioError("\"\(name)\" must be an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return value
+        }
+        let devices = 0...(options.devices - 1)
+        let keys = 0...(options.keys - 1)
+        let event: PlannedEvent
+        switch type {
+        case "set":
+            event = .set(device: try required(device, "device", devices), key: try required(key, "key", keys),
+                         valueBytes: try required(valueBytes, "valueBytes", 0...16_777_216))
+        case "remove": event = .remove(device: try required(device, "device", devices), key: try required(key, "key", keys))
+        case "sync": event = .synchronize(device: try required(device, "device", devices))
+        case "read": event = .read(device: try required(device, "device", devices), key: try required(key, "key", keys))
+        case "partition":
+            guard let group = self.devices, group.allSatisfy(devices.contains), let oneWay else {
+                throw ScenarioError("invalid partition: \"devices\" must be devices of the run and \"oneWay\" true or false")
+            }
+            event = .partition(devices: group, oneWay: oneWay, durationMs: try required(durationMs, "durationMs"))
+        case "offline": event = .offline(device: try required(device, "device", devices), durationMs: try required(durationMs, "durationMs"))
+        case "hubOutage": event = .hubOutage(durationMs: try required(durationMs, "durationMs"))
+        case "crash": event = .crash(device: try required(device, "device", devices), downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
+        case "switchAccount":
+            event = .switchAccount(device: try required(device, "device", devices), durationMs: try required(durationMs, "durationMs"))
+        case "clock":
+            event = .clock(device: try required(device, "device", devices),
+                           offsetMs: try required(offsetMs, "offsetMs", -604_800_000...604_800_000),
+                           driftPpm: try required(driftPpm, "driftPpm", -100_000...100_000))
+        default: throw ScenarioError("unknown event type \"\(type)\"")
+        }
+        return TimedEvent(timeMs: try required(t, "t"), event: event)
+    }
+
+    /// The network decision of this line: a message's number and its fate.
+    func networkDecision() throws(ScenarioError) -> (id: Int, fate: NetworkFate) {
+        guard let id = message, id >= 0 else { throw ScenarioError("\"message\" must be a non-negative integer") }
+        guard let delays = delaysMs, delays.count <= 2, delays.allSatisfy({ $0 >= 0 && $0 <= Int(Int32.max) }) else {
+            throw ScenarioError("\"delaysMs\" must be at most two non-negative integers")
+        }
+        return (id, NetworkFate(delaysMs: delays))
     }
 }

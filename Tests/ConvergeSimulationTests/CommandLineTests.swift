@@ -48,6 +48,17 @@ struct CommandLineTests {
         #expect(shrink.output.contains("still fails"))
         let replay = try ConvergeSim.run(["replay", shrunkPath])
         #expect(replay.status == 1)
+
+        // With --json, each violation names the checker that fired.
+        let json = try ConvergeSim.run(["run", "--seed", "2", "--devices", "3", "--operations", "200", "--variant", "guessing-sender",
+                                        "--json", "--no-determinism-check"])
+        #expect(json.status == 1)
+        let object = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+        let violations = object?["violations"] as? [[String: Any]] ?? []
+        #expect(!violations.isEmpty)
+        #expect(violations.allSatisfy { $0["kind"] is String && $0["message"] is String })
+        #expect(violations.contains { $0["kind"] as? String == "liveness" })
+        #expect((object?["reproduce"] as? String)?.contains("--variant guessing-sender --seed 2") == true)
     }
 
     @Test func badUsageExitsWithTwoAndSaysWhy() throws {
@@ -57,6 +68,9 @@ struct CommandLineTests {
             (["run", "--seeds", "a..b"], "--seeds needs a range"),
             (["run", "--policy", "newest"], "must be one of"),
             (["run", "--loss", "1.5"], "probability"),
+            (["run", "--crashes", "-1"], "option \"crashes\" must be an integer in 0...10000, not -1"),
+            (["compare", "--policies", "lww", "--policy", "lww"], "unknown option --policy for compare"),
+            (["options", "extra"], "options takes no argument"),
             (["run", "Simulations/missing.json"], "cannot read scenario file"),
             (["compare"], "compare needs --policies"),
             (["replay"], "replay needs a TRACE"),
@@ -75,11 +89,24 @@ struct CommandLineTests {
     }
 
     @Test func everyCommandHasHelp() throws {
-        for command in [["--help"], ["run", "--help"], ["compare", "--help"], ["replay", "--help"], ["shrink", "--help"]] {
+        for command in [["--help"], ["run", "--help"], ["compare", "--help"], ["replay", "--help"], ["shrink", "--help"],
+                        ["options", "--help"]] {
             let outcome = try ConvergeSim.run(command)
             #expect(outcome.status == 0)
             #expect(outcome.output.contains("converge-sim"))
         }
+        // Help comes from the tables that parse: the option table's help for overrides.
+        let run = try ConvergeSim.run(["run", "--help"])
+        for flag in ["--seed N", "--seeds A..<B", "--trace FILE", "--variant NAME", "--devices N", "--loss P", "--topology hub|mesh"] {
+            #expect(run.output.contains(flag), "\(flag)")
+        }
+        #expect(run.output.contains("probability a message is lost: a probability in 0...1"))
+        let compare = try ConvergeSim.run(["compare", "--help"])
+        #expect(compare.output.contains("--policies A,B,..."))
+        #expect(!compare.output.contains("--policy NAME"))
+        let options = try ConvergeSim.run(["options"])
+        #expect(options.status == 0)
+        #expect(options.output.contains("crashes") && options.output.contains("an integer in 0...10000"))
     }
 
     @Test func compareRunsEveryPolicyOnTheSameSeeds() throws {

@@ -3,26 +3,39 @@ import Testing
 
 /// Small scenarios that finish quickly in a debug build.
 enum SmallScenarios {
-    static func make(_ name: String, _ options: [(String, JSON)]) -> Scenario {
+    static func make(_ name: String, _ options: (inout Scenario) throws -> Void = { _ in }) -> Scenario {
         var scenario = Scenario(name: name)
-        try! scenario.set("devices", .int(3))
-        try! scenario.set("operations", .int(300))
-        for (key, value) in options { try! scenario.set(key, value) }
+        try! scenario.set(\.devices, to: 3)
+        try! scenario.set(\.operations, to: 300)
+        try! options(&scenario)
         return scenario
     }
 
-    static let plain = make("small", [])
-    static let quotaPressure = make("small-quota", [
-        ("keys", .int(12)), ("minValueBytes", .int(16)), ("maxValueBytes", .int(100)), ("quotaKeys", .int(4)),
-        ("quotaTotalBytes", .int(240)), ("quotaValueBytes", .int(90)), ("setWeight", .int(60)), ("removeWeight", .int(10)),
-    ])
-    static let crashy = make("small-crashy", [("crashes", .int(12)), ("restartMs", .int(50)), ("flushIntervalMs", .int(300)),
-                                              ("syncWeight", .int(20))])
-    static let mesh = make("small-mesh", [("topology", .string("mesh")), ("devices", .int(5))])
+    static let plain = make("small")
+    static let quotaPressure = make("small-quota") {
+        try $0.set(\.keys, to: 12)
+        try $0.set(\.minValueBytes, to: 16)
+        try $0.set(\.maxValueBytes, to: 100)
+        try $0.set(\.quotaKeys, to: 4)
+        try $0.set(\.quotaTotalBytes, to: 240)
+        try $0.set(\.quotaValueBytes, to: 90)
+        try $0.set(\.setWeight, to: 60)
+        try $0.set(\.removeWeight, to: 10)
+    }
+    static let crashy = make("small-crashy") {
+        try $0.set(\.crashes, to: 12)
+        try $0.set(\.restartMs, to: 50)
+        try $0.set(\.flushIntervalMs, to: 300)
+        try $0.set(\.syncWeight, to: 20)
+    }
+    static let mesh = make("small-mesh") {
+        try $0.set(\.topology, to: .mesh)
+        try $0.set(\.devices, to: 5)
+    }
 
     /// The violations of the first seeds' runs, one list per seed.
     static func violations(_ scenario: Scenario, variant: BrokenVariant? = nil, seeds: Range<UInt64> = 0..<6,
-                           checkDeterminism: Bool = false) -> [[String]] {
+                           checkDeterminism: Bool = false) -> [[Violation]] {
         seeds.map { seed in
             var input = try! SimulationInput(scenario: scenario, seed: seed, variant: variant)
             if variant == .nondeterministic { input.ambientJitter = { Int.random(in: 0...3) } }
@@ -41,45 +54,59 @@ struct SimulationCheckerTests {
         }
     }
 
-    static func expectCaught(_ violations: [[String]], prefix: String, _ comment: Comment) {
-        let caught = violations.filter { list in list.contains { $0.hasPrefix(prefix) } }.count
+    /// Expects the checker of `kind` to fire on some seed, and names it.
+    static func expectCaught(_ violations: [[Violation]], by kinds: Set<Violation.Kind>, _ comment: Comment) {
+        let caught = violations.filter { list in list.contains { kinds.contains($0.kind) } }.count
         #expect(caught > 0, comment)
-        print("\(comment): caught with \"\(prefix)\" in \(caught) of \(violations.count) seeds")
+        print("\(comment): caught by \(kinds.map(\.rawValue).sorted()) in \(caught) of \(violations.count) seeds")
     }
 
     @Test func convergenceCatchesASenderThatGuessesThePeersVersionVector() {
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .guessingSender), prefix: "liveness", "guessing sender (hub)")
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.mesh, variant: .guessingSender), prefix: "liveness", "guessing sender (mesh)")
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .guessingSender), by: [.liveness], "guessing sender (hub)")
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.mesh, variant: .guessingSender), by: [.liveness], "guessing sender (mesh)")
     }
 
     @Test func convergenceCatchesAPolicyThatDependsOnWhoReads() {
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .readerDependentPolicy), prefix: "liveness", "reader-dependent policy")
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .readerDependentPolicy), by: [.liveness], "reader-dependent policy")
     }
 
     @Test func lawCheckerCatchesANonCommutativeJoin() {
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .leftBiasedJoin), prefix: "CRDT laws", "left-biased join")
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .leftBiasedJoin), by: [.crdtLaws], "left-biased join")
     }
 
     @Test func quotaCheckerCatchesAHubThatEnforcesNoQuota() {
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.quotaPressure, variant: .unenforcedQuota), prefix: "quota", "unenforced quota")
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.quotaPressure, variant: .unenforcedQuota), by: [.quota], "unenforced quota")
     }
 
     @Test func checkersCatchAHubThatForgetsCompensatingWrites() {
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.quotaPressure, variant: .forgetfulHub), prefix: "liveness", "forgetful hub")
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.quotaPressure, variant: .forgetfulHub), by: [.liveness], "forgetful hub")
     }
 
     @Test func convergenceCatchesEarlyTombstoneCollection() {
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .earlyCollection), prefix: "liveness", "early collection")
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .earlyCollection), by: [.liveness], "early collection")
     }
 
     @Test func lostWriteCheckerCatchesSendingWhatTheDiskHasNotMadeDurable() {
-        let violations = SmallScenarios.violations(SmallScenarios.crashy, variant: .sendsBeforeFlush, seeds: 0..<12)
-        let caught = violations.filter { list in list.contains { $0.hasPrefix("lost write") || $0.hasPrefix("liveness") } }.count
-        #expect(caught > 0)
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.crashy, variant: .sendsBeforeFlush, seeds: 0..<12),
+                          by: [.lostWrite, .liveness], "sends before flush")
     }
 
     @Test func determinismCheckerCatchesARunThatReadsTheSystemsRandomness() {
         Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .nondeterministic, seeds: 0..<2, checkDeterminism: true),
-                          prefix: "determinism", "nondeterministic run")
+                          by: [.determinism], "nondeterministic run")
+    }
+
+    @Test func invariantsAreCheckedAfterEveryStepInDebugBuildsOnly() throws {
+        for scenario in [SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure] {
+            let simulation = Simulation(try SimulationInput(scenario: scenario, seed: 1))
+            let result = simulation.run()
+            #expect(result.metrics.checks.events > 0)
+            #if DEBUG
+            #expect(simulation.invariantChecks == result.metrics.checks.events, "\(scenario.name)")
+            #else
+            #expect(simulation.invariantChecks == 0, "\(scenario.name)")
+            #endif
+            #expect(!result.violations.contains { $0.kind == .invariants }, "\(scenario.name): \(result.violations)")
+        }
     }
 }

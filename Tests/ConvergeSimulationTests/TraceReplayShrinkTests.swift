@@ -1,4 +1,5 @@
 import ConvergeSimulation
+import Foundation
 import Testing
 
 @Suite("Traces, replay and shrinking")
@@ -73,12 +74,87 @@ struct ScenarioTests {
         #expect(throws: ScenarioError("x.json: option \"topology\" must be one of hub, mesh, not \"ring\"")) {
             try Scenario(json: "{\"topology\": \"ring\"}", fileName: "x.json")
         }
-        #expect(throws: ScenarioError.self) { try Scenario(json: "{\"devices\": 3,}", fileName: "x.json") }
+        #expect(throws: ScenarioError.self) { try Scenario(json: "{\"devices\": 3", fileName: "x.json") }
         #expect(throws: ScenarioError.self) { try Scenario(json: "[1]", fileName: "x.json") }
         var scenario = Scenario()
-        try? scenario.set("minValueBytes", .int(50))
-        try? scenario.set("maxValueBytes", .int(10))
+        try? scenario.set(\.minValueBytes, to: 50)
+        try? scenario.set(\.maxValueBytes, to: 10)
         #expect(throws: ScenarioError.self) { try scenario.resolved(seed: 1) }
+    }
+
+    @Test func errorsNameTheMemberThatIsWrong() {
+        let cases: [(String, String)] = [
+            ("{\"devcies\": 3}", "x.json: unknown option \"devcies\"; known options: devices, topology"),
+            ("{\"devices\": \"many\"}", "x.json: option \"devices\" must be an integer in 1...64, not \"many\""),
+            ("{\"devices\": 2.5}", "x.json: option \"devices\" must be an integer in 1...64, not 2.5"),
+            ("{\"devices\": true}", "x.json: option \"devices\" must be an integer in 1...64, not true"),
+            ("{\"devices\": null}", "x.json: option \"devices\" must be an integer in 1...64, not null"),
+            ("{\"devices\": [3]}", "x.json: option \"devices\" must be an integer in 1...64, not an array or an object"),
+            ("{\"devices\": 65}", "x.json: option \"devices\" must be an integer in 1...64, not 65"),
+            ("{\"name\": 5}", "x.json: \"name\" must be a non-empty string"),
+        ]
+        for (text, message) in cases {
+            do {
+                _ = try Scenario(json: text, fileName: "x.json")
+                Issue.record("\(text) was accepted")
+            } catch {
+                #expect(error.message.hasPrefix(message), "\(text): \(error.message)")
+            }
+        }
+    }
+
+    @Test func aNumberWithALeadingZeroIsRefused() throws {
+        #expect(throws: ScenarioError.self) { try Scenario(json: "{\"devices\": 03}", fileName: "x.json") }
+        do {
+            _ = try Scenario(json: "{\"devices\": 03}", fileName: "x.json")
+        } catch {
+            #expect(error.message.hasPrefix("x.json: not valid JSON: "))
+            #expect(error.message.contains("leading zero"), "\(error.message)")
+        }
+        let input = try SimulationInput(scenario: SmallScenarios.plain, seed: 1)
+        var lines = Trace.lines(input: input, result: Simulation(input).run())
+        lines[3] = "{\"type\":\"sync\",\"t\":05,\"device\":0}"
+        #expect(throws: ScenarioError.self) { try ParsedTrace(text: lines.joined(separator: "\n")) }
+    }
+
+    @Test func aSurrogatePairIsOneCharacter() throws {
+        let scenario = try Scenario(json: #"{"name": "\ud83d\ude00", "description": "a \ud83d\ude00 b", "devices": 3}"#, fileName: "x.json")
+        #expect(scenario.name == "\u{1F600}")
+        #expect(scenario.summary == "a \u{1F600} b")
+        // A lone surrogate is not a character.
+        #expect(throws: ScenarioError.self) { try Scenario(json: #"{"name": "\ud83d"}"#, fileName: "x.json") }
+    }
+
+    @Test func traceErrorsNameTheLineAndTheMember() throws {
+        let input = try SimulationInput(scenario: SmallScenarios.plain, seed: 1)
+        let lines = Trace.lines(input: input, result: Simulation(input).run())
+        let cases: [(String, String)] = [
+            ("{\"type\":\"sync\",\"t\":5,\"device\":\"d0\"}", "line 4: \"device\" must be an integer"),
+            ("{\"type\":\"sync\",\"t\":5,\"device\":0.5}", "line 4: \"device\" must be an integer"),
+            ("{\"type\":\"sync\",\"t\":-1,\"device\":0}", "line 4: \"t\" must be an integer in 0..."),
+            ("{\"type\":\"jump\",\"t\":5}", "line 4: unknown event type \"jump\""),
+            ("{\"t\":5}", "line 4: no \"type\""),
+            ("{\"type\":\"net\",\"message\":1,\"delaysMs\":[1,2,3]}", "line 4: \"delaysMs\" must be at most two"),
+        ]
+        for (line, message) in cases {
+            var damaged = lines
+            damaged[3] = line
+            do {
+                _ = try ParsedTrace(text: damaged.joined(separator: "\n"))
+                Issue.record("\(line) was accepted")
+            } catch {
+                #expect(error.message.hasPrefix(message), "\(line): \(error.message)")
+            }
+        }
+        var header = lines
+        header[0] = header[0].replacingOccurrences(of: "\"devices\":3", with: "\"devices\":\"three\"")
+        #expect(header[0] != lines[0])
+        do {
+            _ = try ParsedTrace(text: header.joined(separator: "\n"))
+            Issue.record("a header with a bad option was accepted")
+        } catch {
+            #expect(error.message.contains("option \"devices\" must be an integer"), "\(error.message)")
+        }
     }
 
     @Test func optionsLeftOpenAreDrawnFromTheSeedAndMarked() throws {
@@ -88,15 +164,37 @@ struct ScenarioTests {
         #expect(a != c)
         #expect(a.devices == 5 && a.loss == 0.5)
         #expect(!a.derived.contains("devices") && a.derived.contains("crashes"))
-        #expect(try SimulationOptions(json: a.json) == a)
+        #expect(try JSONCoding.decode(SimulationOptions.self, from: JSONCoding.encoded(a)) == a)
     }
 
-    @Test func jsonRoundTripsAndPrintsNumbersStably() throws {
-        let text = #"{"a":[1,-2,0.25,true,null],"b":"x\"y\n","c":{}}"#
-        #expect(try JSON(parsing: text).serialized() == text)
-        #expect(JSON.double(0.1 + 0.2).serialized() == "0.3")
-        #expect(JSON.double(2.0).serialized() == "2")
-        #expect(throws: JSONParseError.self) { try JSON(parsing: "{\"a\":1,\"a\":2}") }
-        #expect(throws: JSONParseError.self) { try JSON(parsing: "[1,]") }
+    @Test func settingAPropertyThatIsNotAnOptionIsAnError() {
+        var scenario = Scenario()
+        #expect(throws: ScenarioError.self) { try scenario.set(\.scenarioName, to: "other") }
+        #expect(throws: ScenarioError("option \"devices\" must be an integer in 1...64, not 0")) { try scenario.set(\.devices, to: 0) }
+        #expect(scenario.given.isEmpty)
+    }
+
+    @Test func theDocumentationExampleRuns() throws {
+        var scenario = Scenario(name: "small")
+        try scenario.set(\.devices, to: 3)
+        try scenario.set(\.operations, to: 300)
+        try scenario.set(\.topology, to: .mesh)
+
+        let result = SimulationRunner.run(try SimulationInput(scenario: scenario, seed: 7))
+        #expect(result.passed, "\(result.violations)")
+        #expect(result.options.devices == 3 && result.options.topology == .mesh)
+        #expect(result.metrics.convergence.livenessMs != nil)
+    }
+
+    @Test func jsonOutputIsSortedCompactAndStable() throws {
+        #expect(JSONCoding.encoded(Violation(.lostWrite, "a/b")) == #"{"kind":"lostWrite","message":"a/b"}"#)
+        var scenario = SmallScenarios.plain
+        try scenario.set(\.operations, to: 0)
+        let result = Simulation(try SimulationInput(scenario: scenario, seed: 4)).run()
+        let metrics = JSONCoding.encoded(result.metrics)
+        // Absent quantiles are null, not left out; members are in name order.
+        #expect(metrics.contains(#""propagationMs":{"max":null,"p50":null,"p90":null,"p99":null}"#), "\(metrics)")
+        #expect(metrics.hasPrefix(#"{"checks":{"#))
+        #expect(try JSONDecoder().decode(SimulationMetrics.self, from: Data(metrics.utf8)) == result.metrics)
     }
 }

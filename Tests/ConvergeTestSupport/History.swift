@@ -55,7 +55,7 @@ public struct History: Hashable, Sendable, CustomStringConvertible {
     public static func replicaID(_ index: Int) -> ReplicaID { ReplicaID("r\(index)")! }
 
     /// Draws a history of `replicas` replicas and up to `maximumOperations` operations.
-    public static func generate(
+    package static func generate(
         using generator: inout Xoshiro256StarStar, replicas: ClosedRange<Int> = 2...4,
         maximumOperations: Int = 40, network: Bool = true, collection: Bool = false
     ) -> History {

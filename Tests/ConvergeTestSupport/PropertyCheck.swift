@@ -51,7 +51,7 @@ public struct PropertyFailure: Error, CustomStringConvertible {
 /// - Parameters:
 ///   - name: The property's name; the test filter in the reproduce command.
 ///   - property: Returns `nil` when the property holds, or a message saying how it failed.
-public func checkProperty<Input>(
+package func checkProperty<Input>(
     _ name: String,
     cases: Int,
     baseSeed: UInt64 = 0x5EED_C0DE,

@@ -4,7 +4,7 @@ import Foundation
 
 extension Value {
     /// A random valid value, nested at most `depth` levels.
-    public static func random(using generator: inout Xoshiro256StarStar, depth: Int = 3) -> Value {
+    package static func random(using generator: inout Xoshiro256StarStar, depth: Int = 3) -> Value {
         let kinds = depth > 0 ? 8 : 6
         switch generator.next(below: kinds) {
         case 0: return .string(String((0..<generator.next(below: 6)).map { _ in generator.element(of: Array("aé🙂z ")) }))

@@ -47,7 +47,7 @@ public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
         self.operations = operations
     }
 
-    public static func generate(using generator: inout Xoshiro256StarStar, devices: ClosedRange<Int> = 2...8,
+    package static func generate(using generator: inout Xoshiro256StarStar, devices: ClosedRange<Int> = 2...8,
                                 maximumOperations: Int = 80, accounts: Bool = true) -> SyncHistory {
         let count = generator.next(in: devices)
         var operations: [SyncOperation] = []

@@ -1,0 +1,56 @@
+/// A checker's finding: which checker fired (its kind) and what it saw.
+///
+/// In JSON, `{"kind": "lostWrite", "message": "…"}`; as text, the kind's label and the
+/// message: `lost write: 2 durable writes are neither visible, …`.
+public struct Violation: Codable, Hashable, Sendable, CustomStringConvertible {
+    /// The checker that fires.
+    public enum Kind: String, Codable, CaseIterable, Hashable, Sendable {
+        /// Replicas differ after the liveness phase, in state or in visible values.
+        case convergence
+        /// Replicas did not converge within the bound after healing.
+        case liveness
+        /// The hub's state exceeds the quota, a replica does after convergence, or replicas
+        /// flag the soft quota differently.
+        case quota
+        /// A durable write is neither visible, superseded nor compensated.
+        case lostWrite
+        /// A value of one account reached another account's replica.
+        case accounts
+        /// The join is not commutative or not idempotent on sampled states.
+        case crdtLaws
+        /// Two runs of the same input gave different digests.
+        case determinism
+        /// A store could not use its storage (reopen, switch account, apply).
+        case storage
+        /// A sync message could not be encoded or decoded, or reached the wrong node.
+        case sync
+        /// A replica or the hub broke one of its invariants (checked after every step in
+        /// debug builds).
+        case invariants
+        /// A replay's digest differs from the one its trace recorded.
+        case replay
+
+        /// How reports name the kind.
+        public var label: String {
+            switch self {
+            case .lostWrite: return "lost write"
+            case .crdtLaws: return "CRDT laws"
+            default: return rawValue
+            }
+        }
+    }
+
+    /// The checker that fired.
+    public var kind: Kind
+    /// What it saw, in words.
+    public var message: String
+
+    /// A violation of `kind`, saying `message`.
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// The kind's label and the message.
+    public var description: String { "\(kind.label): \(message)" }
+}

@@ -1,0 +1,53 @@
+import ConvergeSimulation
+
+/// `converge-sim shrink`: reduces a failing trace to a small one that still fails.
+enum ShrinkCommand: Subcommand {
+    static let name = "shrink"
+    static var synopsis: String { Flag.synopsis(name, ["TRACE"], flags: flags) }
+
+    struct Arguments {
+        var path: String?
+        var output: String?
+    }
+
+    static let flags: [Flag<Arguments>] = [
+        Flag(name: "--output", value: "FILE", help: "where to write the shrunk trace (default: TRACE with .shrunk.jsonl)") {
+            arguments, text in arguments.output = text
+        },
+    ]
+
+    static var help: String {
+        """
+        \(synopsis)
+
+        Reduces a failing trace (operations, faults and network decisions) to a small trace
+        that still fails, and writes it.
+        """ + "\n\n" + Flag.helpLines(flags).joined(separator: "\n")
+    }
+
+    static func run(_ words: [String]) throws(UsageError) -> Int32 {
+        var arguments = Arguments()
+        try Flag.parse(words, flags: flags, command: name, into: &arguments) { arguments, word throws(UsageError) in
+            guard arguments.path == nil else { throw UsageError("shrink takes one trace") }
+            arguments.path = word
+        }
+        guard let path = arguments.path else { throw UsageError("shrink needs a TRACE file") }
+        let trace = try readTrace(path)
+        let original = SimulationRunner.run(trace.input, checkDeterminism: false)
+        guard !original.passed else {
+            printLine("the trace passes every checker: nothing to shrink")
+            return 0
+        }
+        let events = trace.input.plan.count
+        let (shrunk, runs) = Shrinker().shrink(trace.input) { !SimulationRunner.run($0, checkDeterminism: false).passed }
+        let result = SimulationRunner.run(shrunk, checkDeterminism: false)
+        let destination = arguments.output ?? (path.hasSuffix(".jsonl") ? String(path.dropLast(6)) : path) + ".shrunk.jsonl"
+        try writeText(Trace.text(input: shrunk, result: result), to: destination)
+        let faults = (shrunk.recordedFates ?? [:]).values.filter { $0.delaysMs.count != 1 }.count
+        printLine("shrunk \(events) planned events to \(shrunk.plan.count) (and \(faults) network faults) in \(runs) runs")
+        for timed in shrunk.plan { printLine("  \(timed.timeMs) ms: \(timed.event)") }
+        for violation in result.violations { printLine("  still fails: \(violation)") }
+        printLine("written to \(destination); reproduce: swift run converge-sim replay \(destination)")
+        return 1
+    }
+}
