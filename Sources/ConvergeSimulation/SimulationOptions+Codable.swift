@@ -1,3 +1,5 @@
+import Converge
+
 /// Options as JSON (a trace's header, a report): `{"scenario": …, "options": {…},
 /// "derived": […]}`, every option by its name in the table. Decoding checks every value
 /// against the table and requires every option, so a replay runs with exactly the
@@ -25,7 +27,8 @@ extension SimulationOptions: Codable {
         guard container.contains(.options), let values = try? container.nestedContainer(keyedBy: JSONCoding.MemberKey.self, forKey: .options)
         else { throw ScenarioError("the options have no \"options\" object") }
         var scenario = Scenario(name: name)
-        for key in values.allKeys {
+        // In byte order, so a header with several bad options names the same one in every process.
+        for key in values.allKeys.sorted(by: { $0.stringValue.precedesInUTF8Order($1.stringValue) }) {
             guard let spec = SimulationOptionTable.spec(named: key.stringValue) else { throw SimulationOptionTable.unknown(key.stringValue) }
             try scenario.set(spec.name, OptionValue.decode(key, in: values, for: spec))
         }
