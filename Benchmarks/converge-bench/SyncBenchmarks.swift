@@ -51,6 +51,8 @@ enum SyncBenchmarks {
                                       stableFrontier: VersionVector(), rejectedKeys: [])))
         let fullPush = try! SyncMessage.push(machine.push(from: state)).encoded()
         let fullReply = try! hub.exchange(fullPush)
+        // The device takes the reply: its poll names the context and frontier it carried.
+        _ = machine.receive(try! SyncMessage(encoded: fullReply))
         let poll = try! machine.request(from: state).encoded()
         let answer = try! hub.exchange(poll)
         precondition(try! SyncMessage(encoded: answer) == .upToDate(.default), "the steady state was not answered up to date")

@@ -133,6 +133,24 @@ public struct ReplicatedMap: Hashable, Sendable {
         replaceSiblings(forKey: key, old: entries[key] ?? [], new: [sibling])
     }
 
+    /// Replaces every sibling of `key` with copies of `siblings`, each re-issued as a new
+    /// write of `replica` that keeps the original's timestamp and value: the hub's way to
+    /// restore a key's previous siblings exactly as they were (several under multi-value)
+    /// while superseding everything the key holds now. Like ``commitWrite(_:forKey:)``,
+    /// it does not check invariants.
+    ///
+    /// - Returns: The re-issued siblings, in dot order.
+    mutating func reissue(_ siblings: [Sibling], forKey key: String, replica: ReplicaID) -> [Sibling] {
+        var reissued: [Sibling] = []
+        for sibling in siblings {
+            let dot = Dot(replica: replica, counter: context[replica] + 1)
+            context.advance(dot)
+            reissued.append(Sibling(dot: dot, timestamp: sibling.timestamp, value: sibling.value))
+        }
+        replaceSiblings(forKey: key, old: entries[key] ?? [], new: reissued)
+        return reissued
+    }
+
     // MARK: Merging
 
     /// Merges another replica's whole state into this one.

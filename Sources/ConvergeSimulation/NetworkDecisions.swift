@@ -13,6 +13,9 @@ package struct NetworkFate: Hashable, Sendable {
 package protocol NetworkDecisions {
     /// The fate of message number `id` (numbered in the order they are sent).
     mutating func fate(ofMessage id: Int) -> NetworkFate
+    /// The fate of message number `id` sent after the heal: delivered once after
+    /// `latencyMs`, unless a partial heal (`healedLoss`) loses it.
+    mutating func healedFate(ofMessage id: Int, latencyMs: Int) -> NetworkFate
 }
 
 /// Decisions drawn from the seed, per the options' latency, loss, duplication and
@@ -31,6 +34,12 @@ package struct RandomNetworkDecisions: NetworkDecisions {
         var delays = [latency()]
         if generator.chance(options.duplicate) { delays.append(latency()) }
         return NetworkFate(delaysMs: delays)
+    }
+
+    package mutating func healedFate(ofMessage id: Int, latencyMs: Int) -> NetworkFate {
+        // No draw at all without a partial heal, so runs without one keep their decisions.
+        if options.healedLoss > 0 && generator.chance(options.healedLoss) { return NetworkFate(delaysMs: []) }
+        return NetworkFate(delaysMs: [latencyMs])
     }
 
     private mutating func latency() -> Int {
@@ -60,5 +69,9 @@ package struct RecordedNetworkDecisions: NetworkDecisions {
 
     package mutating func fate(ofMessage id: Int) -> NetworkFate {
         fates[id] ?? NetworkFate(delaysMs: [defaultDelayMs])
+    }
+
+    package mutating func healedFate(ofMessage id: Int, latencyMs: Int) -> NetworkFate {
+        fates[id] ?? NetworkFate(delaysMs: [latencyMs])
     }
 }

@@ -104,7 +104,7 @@ struct SimulatedNetwork {
     func isOffline(_ d: Int) -> Bool { !healed && !(offline[d]?.isEmpty ?? true) }
 
     /// Ends every fault for good: from now on every link is up and every message arrives
-    /// once, after ``healedLatencyMs``.
+    /// once, after ``healedLatencyMs``, unless a partial heal still loses it.
     mutating func heal() {
         healed = true
         partitions.removeAll()
@@ -140,7 +140,9 @@ struct SimulatedNetwork {
         nextMessageID += 1
         let fate: NetworkFate
         if healed {
-            fate = NetworkFate(delaysMs: [healedLatencyMs])
+            fate = decisions.healedFate(ofMessage: id, latencyMs: healedLatencyMs)
+            // Only the losses of a partial heal are decisions a trace must record.
+            if fate.delaysMs.isEmpty { usedFates[id] = fate }
         } else {
             fate = decisions.fate(ofMessage: id)
             usedFates[id] = fate

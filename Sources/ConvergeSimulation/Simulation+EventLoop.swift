@@ -25,7 +25,9 @@ extension Simulation {
             queue.schedule(.periodicSync(device: index),
                            at: 1 + index * options.syncIntervalMs / max(devices.count, 1) + hooks.syncJitterMs())
         }
-        queue.schedule(.heal, at: end + 1)
+        // A quiet tail keeps the faults and the loss on for a while with only syncs: what
+        // must still converge when the network settles is not only what was in flight.
+        queue.schedule(.heal, at: end + 1 + options.quietTailMs)
         while !finished, let (time, event) = queue.pop() {
             now = time
             step(event)

@@ -136,17 +136,22 @@ package struct OptionSpec: Sendable {
 
     static func probability(_ name: String, _ keyPath: WritableKeyPath<SimulationOptions, Double> & Sendable,
                             swarm: ClosedRange<Double>, _ summary: String) -> OptionSpec {
-        number(name, keyPath, kind: .probability, swarm: swarm, summary)
+        number(name, keyPath, kind: .probability, defaultValue: .swarmNumber(swarm), summary)
+    }
+
+    static func probability(_ name: String, _ keyPath: WritableKeyPath<SimulationOptions, Double> & Sendable,
+                            default value: Double, _ summary: String) -> OptionSpec {
+        number(name, keyPath, kind: .probability, defaultValue: .fixed(.number(value)), summary)
     }
 
     static func number(_ name: String, _ keyPath: WritableKeyPath<SimulationOptions, Double> & Sendable, in range: ClosedRange<Double>,
                        swarm: ClosedRange<Double>, _ summary: String) -> OptionSpec {
-        number(name, keyPath, kind: .number(range), swarm: swarm, summary)
+        number(name, keyPath, kind: .number(range), defaultValue: .swarmNumber(swarm), summary)
     }
 
     private static func number(_ name: String, _ keyPath: WritableKeyPath<SimulationOptions, Double> & Sendable, kind: Kind,
-                               swarm: ClosedRange<Double>, _ summary: String) -> OptionSpec {
-        OptionSpec(name: name, kind: kind, defaultValue: .swarmNumber(swarm), summary: summary, keyPath: keyPath,
+                               defaultValue: Default, _ summary: String) -> OptionSpec {
+        OptionSpec(name: name, kind: kind, defaultValue: defaultValue, summary: summary, keyPath: keyPath,
                    read: { .number($0[keyPath: keyPath]) },
                    write: { options, value in
                        guard case .number(let number) = value else { preconditionFailure("\(name) takes a number") }
@@ -231,6 +236,9 @@ package enum SimulationOptionTable {
         .integer("syncIntervalMs", \.syncIntervalMs, in: 1...100_000_000, swarm: 50...1_000, "how often each device synchronizes by itself"),
         .integer("livenessBoundMs", \.livenessBoundMs, in: 1...100_000_000, default: 120_000,
                  "time after healing within which replicas must converge"),
+        .integer("quietTailMs", \.quietTailMs, in: 0...100_000_000, default: 0,
+                 "after the last operation, how long faults and loss go on with only syncs, before the heal"),
+        .probability("healedLoss", \.healedLoss, default: 0, "probability a message is still lost after the heal (a partial heal)"),
     ]
 
     /// The option called `name`, or `nil`.

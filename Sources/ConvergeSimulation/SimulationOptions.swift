@@ -100,6 +100,12 @@ public struct SimulationOptions: Hashable, Sendable {
     public package(set) var syncIntervalMs = 0
     /// The time after healing within which every replica must have converged.
     public package(set) var livenessBoundMs = 0
+    /// A quiet tail: how long after the last operation the faults go on (loss, partitions
+    /// and offline periods in progress) with only the devices' own syncs, before the heal.
+    public package(set) var quietTailMs = 0
+    /// A partial heal: the probability a message is still lost once every link is up again
+    /// (the liveness phase must converge through it).
+    public package(set) var healedLoss = 0.0
 
     /// Options with every value at zero or its first case; ``Scenario/resolved(seed:)``
     /// sets every one from the table.

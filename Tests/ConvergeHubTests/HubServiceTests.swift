@@ -69,7 +69,7 @@ struct HubServiceTests {
         // checksum passes, the decoder refuses it.
         #expect(try store.storeAccount("alice", state: damaged, replacing: stored.revision) != nil)
         let restarted = HubService(store: try SQLiteHubStateStore(folder: folder))
-        let poll = try SyncMessage.poll(SyncPoll(account: "alice", device: "phone", contextDigest: 0)).encoded()
+        let poll = try SyncMessage.poll(SyncPoll(account: "alice", device: "phone", digest: 0)).encoded()
         let response = restarted.respond(to: Self.syncRequest(poll, token: token))
         #expect(response.status == .serviceUnavailable && String(decoding: response.body, as: UTF8.self).contains("cannot be read"))
         #expect(try store.loadAccount("alice")!.state == damaged, "the hub must not overwrite what it cannot read")

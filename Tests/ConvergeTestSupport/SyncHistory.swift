@@ -440,7 +440,8 @@ public struct SyncRun {
             let state = device.store.replicatedState
             let hubState = convergedState(of: device.store.account)
             if state != hubState {
-                return "\(device.id) on \(device.store.account) has \(state.entries.count) keys, ctx \(state.context); the hub has \(hubState.entries.count) keys, ctx \(hubState.context)"
+                return "\(device.id) on \(device.store.account) has \(state.entries.count) keys, ctx \(state.context); the hub has \(hubState.entries.count) keys, ctx \(hubState.context); "
+                    + Self.difference(state, hubState)
             }
             if topology == .hub && !SyncHistory.quota.admits(state.usage) { return "\(device.id) is over the quota after convergence: \(state.usage)" }
             for policy in policies where visibleValues(of: state, policy: policy) != visibleValues(of: hubState, policy: policy) {
@@ -458,5 +459,20 @@ public struct SyncRun {
             }
         }
         return nil
+    }
+
+    /// What differs between a device's state and the hub's, key by key in byte order (at
+    /// most three keys), for a failure message that shows more than two equal summaries.
+    static func difference(_ device: ReplicatedMap, _ hub: ReplicatedMap) -> String {
+        var parts: [String] = []
+        if device.context != hub.context { parts.append("contexts differ") }
+        let keys = Set(device.entries.keys).union(hub.entries.keys).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        for key in keys where device.siblings(forKey: key) != hub.siblings(forKey: key) {
+            let ours = device.siblings(forKey: key).map(\.description).joined(separator: ", ")
+            let theirs = hub.siblings(forKey: key).map(\.description).joined(separator: ", ")
+            parts.append("\"\(key)\": device [\(ours)], hub [\(theirs)]")
+            if parts.count >= 3 { break }
+        }
+        return parts.isEmpty ? "they differ in no key or context (another field differs)" : parts.joined(separator: "; ")
     }
 }

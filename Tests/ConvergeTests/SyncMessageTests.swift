@@ -18,7 +18,7 @@ struct SyncMessageTests {
             .reply(SyncReply(account: "acct", kind: generator.chance(0.5) ? .delta : .fullState, delta: state.asDelta,
                              stableFrontier: state.context, rejectedKeys: generator.chance(0.5) ? ["k1"] : [])),
             .gossip(SyncGossip(account: "acct", sender: "tablet", delta: state.asDelta, wantsReply: generator.chance(0.5))),
-            .poll(SyncPoll(account: "acct", device: "phone", contextDigest: state.context.digest)),
+            .poll(SyncPoll(account: "acct", device: "phone", digest: state.context.digest)),
             .upToDate("acct"),
         ]
     }
@@ -64,8 +64,9 @@ struct SyncMessageTests {
     }
 
     @Test func unknownVersionsAndOversizedInputAreRefusedClearly() {
-        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion, detail: "unsupported message format version 2", offset: 1))) {
-            try SyncMessage(encoded: [SyncMessage.magic, 2, 1])
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion, detail: "unsupported message format version 1", offset: 1))) {
+            // Version 1, before pushes carried the full-state acknowledgement.
+            try SyncMessage(encoded: [SyncMessage.magic, 1, 1])
         }
         #expect(throws: ConvergeError.malformed(MalformedInput(problem: .notConverge, detail: "not a Converge sync message (bad magic byte)", offset: 0))) {
             try SyncMessage(encoded: [0, 1, 1])
@@ -92,8 +93,9 @@ struct SyncMessageTests {
         let state = stores[0].replicatedState
         _ = machine.receive(.reply(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: hub.state().context),
                                              stableFrontier: VersionVector(), rejectedKeys: [])))
-        // Prime the hub's record of what it last sent this device, as a real exchange does.
-        _ = try hub.exchange(SyncMessage.push(machine.push(from: state)).encoded())
+        // Prime the hub's record of what it last sent this device, as a real exchange does
+        // (the device must receive that reply: its poll names the frontier it carried).
+        _ = machine.receive(try SyncMessage(encoded: try hub.exchange(SyncMessage.push(machine.push(from: state)).encoded())))
         let push = try machine.request(from: state).encoded()
         let reply = try hub.exchange(push)
         #expect(try SyncMessage(encoded: reply) == .upToDate(.default))

@@ -26,21 +26,37 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         self.account = account
     }
 
+    /// Whether the device joined a full state the hub has not yet been told of: the next
+    /// request says so (``SyncPush/acknowledgesFullState``).
+    public private(set) var owesFullStateAcknowledgement = false
+
     /// The push for the device's current state.
     ///
     /// - Complexity: O(*n*) in the siblings of `state`.
     public func push(from state: ReplicatedMap) -> SyncPush {
-        SyncPush(account: account, device: device, delta: state.delta(for: hubContext))
+        SyncPush(account: account, device: device, delta: state.delta(for: hubContext),
+                 acknowledgesFullState: owesFullStateAcknowledgement)
     }
 
     /// What to send the hub for `state`: a poll when the device holds exactly the context
     /// the hub last reported (nothing new to push), a push otherwise.
     ///
+    /// The acknowledgement of a joined full state goes with one request only, the next: if
+    /// that request is lost, the hub sends the full state again and the device acknowledges
+    /// that one. An acknowledgement that travelled with an older request could otherwise
+    /// reach the hub after the device returned from a later retirement, and stand for a
+    /// full state it never joined.
+    ///
     /// - Complexity: O(*n*) in the siblings of `state` for a push, O(*r*) in the replicas
     ///   of the context for a poll.
-    public func request(from state: ReplicatedMap) -> SyncMessage {
+    public mutating func request(from state: ReplicatedMap) -> SyncMessage {
+        if owesFullStateAcknowledgement {
+            defer { owesFullStateAcknowledgement = false }
+            return .push(push(from: state))
+        }
         if !hubContext.isEmpty && state.context == hubContext {
-            return .poll(SyncPoll(account: account, device: device, contextDigest: hubContext.digest))
+            return .poll(SyncPoll(account: account, device: device,
+                                  digest: SyncPoll.digest(context: hubContext, stableFrontier: stableFrontier)))
         }
         return .push(push(from: state))
     }
@@ -60,6 +76,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
             guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
             hubContext.formUnion(reply.delta.context)
             stableFrontier.formUnion(reply.stableFrontier)
+            if reply.kind == .fullState { owesFullStateAcknowledgement = true }
             return Self.actions(for: reply)
         case .upToDate(let answered):
             return answered == account ? [] : [.ignore(.otherAccount(answered))]
@@ -81,5 +98,6 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         account = newAccount
         hubContext = VersionVector()
         stableFrontier = VersionVector()
+        owesFullStateAcknowledgement = false
     }
 }

@@ -13,7 +13,7 @@ public struct HubSyncMachine: Sendable {
     public let hubID: ReplicaID
     /// The quota the hub enforces on converged state.
     public let quota: Quota
-    /// The policy that decides the "previous visible value" a compensating write restores.
+    /// The policies that name the value visible after a compensating write (``HubCompensation/restored``).
     public let policies: MergePolicies
     /// How long a member may stay silent before it is retired.
     public let retirementIntervalMilliseconds: UInt64
@@ -81,12 +81,13 @@ public struct HubSyncMachine: Sendable {
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
         if state.retired.remove(push.device) != nil { state.awaitingFullState[push.device] = VersionVector() }
-        // A returning device keeps getting the full state until its context shows it has
-        // joined one (a lost full-state reply must not leave it holding what the hub
-        // collected while it was away).
+        // A returning device keeps getting the full state until it acknowledges one it was
+        // sent after its return. Its context cannot show that: it may cover the hub's
+        // context while the device still holds tombstones the hub collected meanwhile.
         var returning = false
         if let sent = state.awaitingFullState[push.device] {
-            if !sent.isEmpty && sent.isDominated(by: push.delta.context) {
+            let sentOne = !sent.isEmpty || state.map.context.isEmpty
+            if push.acknowledgesFullState && sentOne {
                 state.awaitingFullState[push.device] = nil
             } else {
                 returning = true
@@ -113,8 +114,9 @@ public struct HubSyncMachine: Sendable {
     }
 
     /// Handles a request (a push or a poll) and returns the message to answer with: a
-    /// compact ``SyncMessage/upToDate(_:)`` when a polling device already holds everything
-    /// and the frontier has not moved, a reply otherwise.
+    /// compact ``SyncMessage/upToDate(_:)`` when a polling device already holds everything,
+    /// including the stable frontier the hub last sent it, and nothing moved since; a reply
+    /// otherwise.
     public mutating func receive(_ request: SyncMessage, nowMilliseconds: UInt64, compensations: inout [HubCompensation]) -> SyncMessage? {
         switch request {
         case .push(let push):
@@ -125,7 +127,7 @@ public struct HubSyncMachine: Sendable {
             let member = accounts[poll.account]?.members[poll.device]
             let previous = member.map { (context: $0.lastReplyContext, frontier: $0.lastReplyFrontier) }
             var acknowledged = member?.acknowledged ?? VersionVector()
-            let holdsLastReply = previous.map { $0.context.digest == poll.contextDigest } ?? false
+            let holdsLastReply = previous.map { SyncPoll.digest(context: $0.context, stableFrontier: $0.frontier) == poll.digest } ?? false
             if let previous, holdsLastReply { acknowledged = previous.context }
             let push = SyncPush(account: poll.account, device: poll.device, delta: ReplicatedMap.Delta(entries: [:], context: acknowledged))
             let reply = receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
@@ -206,22 +208,36 @@ public struct HubSyncMachine: Sendable {
             let current = state.map.siblings(forKey: key)
             let arrived = current.filter { sibling in !sibling.isTombstone && !previous.contains(sibling) }
             guard !arrived.isEmpty, breaksQuota(key: key, arrived: arrived, before: usageBefore, after: state.map.usage) else { continue }
-            // Supersede the offending write(s) with the hub's own write of what was
-            // visible before; the incoming dots are covered once the context is joined.
-            let restored = previous.isEmpty ? nil : ReplicatedMap.visibleValue(of: previous, policy: policies.policy(forKey: key))
+            // Supersede the offending write(s) and restore the key's previous siblings as
+            // they were, each re-issued as a write of the hub (same value and timestamp):
+            // the key's usage is back to what it was, and under multi-value concurrent
+            // siblings stay apart instead of being merged into one larger value. A key that
+            // was new gets the hub's tombstone. The incoming dots are covered once the
+            // context is joined.
+            let offending = arrived.map(\.dot)
             if _forgetsCompensatingWrites {
                 state.map.applyEntry(forKey: key, siblings: [], senderContext: VersionVector(Dictionary(
                     arrived.map { ($0.dot.replica, $0.dot.counter) }, uniquingKeysWith: max)))
-                rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), restored: restored))
+                rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), offending: offending,
+                                                restoredSiblings: previous, policy: policies.policy(forKey: key)))
                 continue
             }
-            let stamp = state.clock.tick(nowMilliseconds: nowMilliseconds)
-            // Not `write`, which checks invariants: the delta's context is not joined yet.
-            if let compensation = state.map.plannedWrite(restored, forKey: key, replica: hubID, timestamp: stamp) {
-                state.map.commitWrite(compensation, forKey: key)
+            let restoredSiblings: [Sibling]
+            if previous.isEmpty {
+                let stamp = state.clock.tick(nowMilliseconds: nowMilliseconds)
+                // Not `write`, which checks invariants: the delta's context is not joined yet.
+                if let tombstone = state.map.plannedWrite(nil, forKey: key, replica: hubID, timestamp: stamp) {
+                    state.map.commitWrite(tombstone, forKey: key)
+                    restoredSiblings = [tombstone]
+                } else {
+                    restoredSiblings = []
+                }
+            } else {
+                restoredSiblings = state.map.reissue(previous, forKey: key, replica: hubID)
             }
             state.compensations += 1
-            rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), restored: restored))
+            rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), offending: offending,
+                                            restoredSiblings: restoredSiblings, policy: policies.policy(forKey: key)))
         }
         state.map.formContextUnion(delta.context)
         return rejected
@@ -252,7 +268,7 @@ public struct HubSyncMachine: Sendable {
 }
 
 /// A compensating write the hub made to keep the quota: the writes it superseded (the
-/// offending ones, and any sibling whose value it collapsed into `restored`).
+/// offending ones, and the key's previous siblings, which it re-issued as they were).
 public struct HubCompensation: Hashable, Sendable {
     /// The account whose state the hub compensated.
     public var account: AccountID
@@ -260,6 +276,21 @@ public struct HubCompensation: Hashable, Sendable {
     public var key: String
     /// Every sibling the compensating write superseded, in dot order.
     public var superseded: [Dot]
-    /// The value restored (what was visible before), or `nil` if the key was new.
+    /// The writes that broke the quota, in dot order.
+    public var offending: [Dot]
+    /// The hub's siblings that replaced them: the key's previous siblings re-issued with the
+    /// same values and timestamps, or the hub's tombstone if the key was new.
+    public var restoredSiblings: [Sibling]
+    /// The value visible once restored (what was visible before), or `nil` if the key was new.
     public var restored: Value?
+
+    /// Describes a compensation; ``HubSyncMachine`` makes them.
+    public init(account: AccountID, key: String, superseded: [Dot], offending: [Dot], restoredSiblings: [Sibling], policy: MergePolicy) {
+        self.account = account
+        self.key = key
+        self.superseded = superseded
+        self.offending = offending
+        self.restoredSiblings = restoredSiblings
+        self.restored = restoredSiblings.isEmpty ? nil : ReplicatedMap.visibleValue(of: restoredSiblings, policy: policy)
+    }
 }

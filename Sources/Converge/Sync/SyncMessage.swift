@@ -10,12 +10,18 @@ public struct SyncPush: Hashable, Sendable {
     public var device: ReplicaID
     /// The device's changes the hub lacks, with the device's whole context.
     public var delta: ReplicatedMap.Delta
+    /// Whether the device has joined the full state the hub sent it since its last
+    /// request. A returning device keeps getting full states until it says so: its
+    /// context alone cannot show it, since it may already cover the hub's context while
+    /// still holding what the hub collected during its absence.
+    public var acknowledgesFullState: Bool
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
-    public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta) {
+    public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false) {
         self.account = account
         self.device = device
         self.delta = delta
+        self.acknowledgesFullState = acknowledgesFullState
     }
 }
 
@@ -54,21 +60,38 @@ public struct SyncReply: Hashable, Sendable {
     }
 }
 
-/// What a device sends the hub when it has nothing new: "I hold exactly the context you
-/// last sent me" (as a digest), so a steady-state exchange costs a few dozen bytes.
+/// What a device sends the hub when it has nothing new: "I hold exactly the context and
+/// the stable frontier you last sent me" (as a digest), so a steady-state exchange costs a
+/// few dozen bytes.
+///
+/// The digest covers the frontier as well as the context: a device whose context did not
+/// change but which never *received* the reply carrying a new frontier must not be told
+/// it is up to date, or it would keep forever the tombstones the hub has dropped.
 public struct SyncPoll: Hashable, Sendable {
     /// The account the device syncs.
     public var account: AccountID
     /// The device that polls.
     public var device: ReplicaID
-    /// ``VersionVector/digest`` of the hub context the device holds.
-    public var contextDigest: UInt64
+    /// ``digest(context:stableFrontier:)`` of the hub context and stable frontier the
+    /// device holds.
+    public var digest: UInt64
 
     /// Creates a poll; ``DeviceSyncMachine`` makes it for a device.
-    public init(account: AccountID, device: ReplicaID, contextDigest: UInt64) {
+    public init(account: AccountID, device: ReplicaID, digest: UInt64) {
         self.account = account
         self.device = device
-        self.contextDigest = contextDigest
+        self.digest = digest
+    }
+
+    /// The digest a poll carries: a 64-bit FNV-1a digest of the canonical encodings of
+    /// `context` then `stableFrontier`, equal on every platform.
+    public static func digest(context: VersionVector, stableFrontier: VersionVector) -> UInt64 {
+        var writer = BinaryWriter()
+        context.encode(into: &writer)
+        stableFrontier.encode(into: &writer)
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in writer.bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+        return hash
     }
 }
 
@@ -94,8 +117,9 @@ public enum SyncMessage: Hashable, Sendable {
     public static let maximumEncodedBytes = 16 * 1024 * 1024
     /// The first byte of every message.
     public static let magic: UInt8 = 0xC7
-    /// The current format version.
-    public static let formatVersion: UInt8 = 1
+    /// The current format version (2: a push carries its full-state acknowledgement, and
+    /// a poll's digest covers the stable frontier).
+    public static let formatVersion: UInt8 = 2
 
     private enum TypeTag: UInt8 {
         case push = 1
@@ -118,6 +142,7 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeByte(TypeTag.push.rawValue)
             writer.writeString(push.account.rawValue)
             writer.writeString(push.device.rawValue)
+            writer.writeByte(push.acknowledgesFullState ? 1 : 0)
             push.delta.encode(into: &writer)
         case .reply(let reply):
             writer.writeByte(TypeTag.reply.rawValue)
@@ -137,7 +162,7 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeByte(TypeTag.poll.rawValue)
             writer.writeString(poll.account.rawValue)
             writer.writeString(poll.device.rawValue)
-            writer.writeFixed64(poll.contextDigest)
+            writer.writeFixed64(poll.digest)
         case .upToDate(let account):
             writer.writeByte(TypeTag.upToDate.rawValue)
             writer.writeString(account.rawValue)
@@ -165,10 +190,13 @@ public enum SyncMessage: Hashable, Sendable {
         switch tag {
         case .push:
             let device = try Self.readReplica(&reader)
-            self = .push(SyncPush(account: account, device: device, delta: try ReplicatedMap.Delta(from: &reader, limits: limits)))
+            let flag = try reader.readByte()
+            guard flag <= 1 else { throw .malformed(.unknownTag, "invalid full-state acknowledgement flag \(flag)", at: reader.offset - 1) }
+            self = .push(SyncPush(account: account, device: device, delta: try ReplicatedMap.Delta(from: &reader, limits: limits),
+                                  acknowledgesFullState: flag == 1))
         case .poll:
             let device = try Self.readReplica(&reader)
-            self = .poll(SyncPoll(account: account, device: device, contextDigest: try reader.readFixed64()))
+            self = .poll(SyncPoll(account: account, device: device, digest: try reader.readFixed64()))
         case .upToDate:
             self = .upToDate(account)
         case .gossip:

@@ -1,0 +1,51 @@
+import ConvergeSimulation
+import Foundation
+import Testing
+
+/// The runs that found the sync bugs of issue 13, kept as tests: each failed on the main of
+/// 2026-11-22 (commit cf0b79d) and passes now.
+@Suite("Simulation regressions: the seeds that found the sync bugs")
+struct SimulationRegressionTests {
+    /// A scenario of the catalogue, with some options overridden.
+    static func catalogue(_ name: String, _ overrides: (inout Scenario) throws -> Void = { _ in }) throws -> Scenario {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Simulations/\(name).json")
+        var scenario = try Scenario(json: String(contentsOf: url, encoding: .utf8), fileName: "\(name).json")
+        try overrides(&scenario)
+        return scenario
+    }
+
+    static func expectPasses(_ scenario: Scenario, seeds: [UInt64], _ comment: String) throws {
+        for seed in seeds {
+            let result = Simulation(try SimulationInput(scenario: scenario, seed: seed)).run()
+            #expect(result.violations.isEmpty && result.converged, "\(comment), seed \(seed): \(result.violations)")
+        }
+    }
+
+    /// `converge-sim run Simulations/quota-pressure.json --policy multi-value --seed 16` ended
+    /// with the hub over the quota: its compensating write restored all siblings as one array.
+    @Test func aCompensationUnderMultiValueKeepsTheHubWithinTheQuota() throws {
+        try Self.expectPasses(Self.catalogue("quota-pressure") { try $0.set(\.policy, to: .multiValue) }, seeds: [16, 3, 7],
+                              "quota-pressure under multi-value")
+    }
+
+    /// `converge-sim run Simulations/quota-pressure.json --topology mesh --seed 0`: a mesh
+    /// device accepted a write that grew usage while over the soft quota (fixed by 0172baa).
+    @Test func aMeshDeviceOverTheSoftQuotaRefusesEveryWriteThatGrowsUsage() throws {
+        try Self.expectPasses(Self.catalogue("quota-pressure") { try $0.set(\.topology, to: .mesh) }, seeds: [0, 1],
+                              "quota-pressure in the mesh")
+    }
+
+    /// A lossy quiet tail and a partial heal: the reply announcing the last frontier was lost,
+    /// and every later poll was answered "up to date" (57 of 100 seeds failed liveness).
+    @Test func aDeviceThatMissedTheLastFrontierStillConvergesAfterALossyTail() throws {
+        try Self.expectPasses(Self.catalogue("lossy-tail"), seeds: [0, 1, 4, 5], "lossy-tail")
+        // The same after a total heal, and with devices returning from retirement (40 of 100
+        // seeds failed).
+        try Self.expectPasses(Self.catalogue("lossy-tail") { try $0.set(\.healedLoss, to: 0) }, seeds: [0], "lossy-tail, total heal")
+        try Self.expectPasses(Self.catalogue("retired-device") {
+            try $0.set(\.quietTailMs, to: 20_000)
+            try $0.set(\.loss, to: 0.3)
+        }, seeds: [0, 1], "retired-device with a lossy quiet tail")
+    }
+}
