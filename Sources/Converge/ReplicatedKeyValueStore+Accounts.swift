@@ -24,9 +24,13 @@ extension ReplicatedKeyValueStore {
             guard oldAccount != newAccount else { return [] }
             var metadata = state.metadata
             metadata[Self.accountCacheKey(oldAccount)] = state.map.encoded()
-            let next = try metadata.removeValue(forKey: Self.accountCacheKey(newAccount)).map { bytes throws(ConvergeError) in
+            var next = try metadata.removeValue(forKey: Self.accountCacheKey(newAccount)).map { bytes throws(ConvergeError) in
                 try ReplicatedMap(encoded: bytes)
             } ?? ReplicatedMap()
+            if state.brokenAccountSwitch {
+                next = try ReplicatedMap(entries: next.entries.filter { !$0.value.allSatisfy { $0.dot.replica == replicaID } },
+                                         context: next.context)
+            }
             metadata[Self.currentAccountKey] = Array(newAccount.rawValue.utf8)
             // The cached state was this store's, so its clock has seen every timestamp in it;
             // observing them again keeps that true even for a cache written elsewhere.
@@ -65,4 +69,21 @@ extension ReplicatedKeyValueStore {
 
     static let currentAccountKey = "account"
     static func accountCacheKey(_ account: AccountID) -> String { "account-cache:" + account.rawValue }
+}
+
+// Deliberately broken behaviours, switched on only by the simulator runs and tests that show
+// its checkers catch them. Behind `@_spi(Testing)`: an app never sees them.
+extension ReplicatedKeyValueStore {
+    /// Every removal is accepted and does nothing.
+    @_spi(Testing) public var _removesAreNoOps: Bool {
+        get { state.withLock { $0.brokenRemoves } }
+        set { state.withLock { $0.brokenRemoves = newValue } }
+    }
+
+    /// Switching to an account drops the keys of its kept-aside data that only this device
+    /// wrote.
+    @_spi(Testing) public var _accountSwitchDropsOwnOnlyKeys: Bool {
+        get { state.withLock { $0.brokenAccountSwitch } }
+        set { state.withLock { $0.brokenAccountSwitch = newValue } }
+    }
 }

@@ -42,6 +42,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         var hubMachine: DeviceSyncMachine
         /// The device side of the mesh topology: what each peer reported.
         var meshMachine: MeshSyncMachine
+        /// Deliberately broken behaviours for the simulator's checkers (see ``_removesAreNoOps``).
+        var brokenRemoves = false
+        var brokenAccountSwitch = false
     }
 
     struct Observers: Sendable {
@@ -117,6 +120,7 @@ public final class ReplicatedKeyValueStore: Sendable {
     public func setValue(_ value: Value?, forKey key: String) throws(ConvergeError) {
         try state.withLock { (state: inout State) throws(ConvergeError) in
             try quota.check(writing: value, forKey: key, in: state.map)
+            if value == nil && state.brokenRemoves { return }
             var clock = state.clock
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
             guard let sibling = state.map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else { return }

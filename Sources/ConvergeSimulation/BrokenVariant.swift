@@ -1,4 +1,4 @@
-import Converge
+@_spi(Testing) import Converge
 
 /// Deliberately broken behaviours the simulator can run with, to show that each checker
 /// catches what it exists to catch. Never use one outside a test of the checkers.
@@ -25,6 +25,42 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// Sync timing depends on a source of ambient randomness the caller injects as
     /// ``SimulationInput/ambientJitter``. Caught by the determinism checker.
     case nondeterministic = "nondeterministic"
+    /// The hub supersedes every write to a key ending in "3" with a compensating write, as
+    /// if it broke the quota, and reports it as a compensation. Caught by the compensation
+    /// checker (the reference model says the quota would have held).
+    case revertingHub = "reverting-hub"
+    /// Last-writer-wins keeps the oldest write. Caught by the reference model (reads).
+    case oldestWins = "oldest-wins"
+    /// Every removal is accepted and does nothing. Caught by the reference model (a local
+    /// removal is not visible at once).
+    case noOpRemoves = "no-op-removes"
+    /// Switching back to an account drops the keys only this device wrote. Caught by the
+    /// no-lost-write checker (the reference model knows the device wrote them).
+    case switchDropsOwnKeys = "switch-drops-own-keys"
+
+    /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
+    /// something there: a variant that cannot fire proves nothing, so the runner says so.
+    package func inertReason(in options: SimulationOptions) -> String? {
+        switch self {
+        case .guessingSender, .leftBiasedJoin, .nondeterministic:
+            return nil
+        case .sendsBeforeFlush:
+            return options.crashes == 0 ? "no device crashes (crashes = 0)" : nil
+        case .readerDependentPolicy:
+            return options.devices < 2 ? "there is no odd-numbered device" : nil
+        case .forgetfulHub, .unenforcedQuota, .revertingHub, .earlyCollection:
+            if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
+            if self == .revertingHub && options.keys < 4 { return "no key ends in \"3\" (keys = \(options.keys))" }
+            if self == .earlyCollection && options.removeWeight == 0 { return "nothing is removed (removeWeight = 0)" }
+            return nil
+        case .oldestWins:
+            return options.policy == .lww ? nil : "the policy is \(options.policy.rawValue), not lww"
+        case .noOpRemoves:
+            return options.removeWeight == 0 ? "nothing is removed (removeWeight = 0)" : nil
+        case .switchDropsOwnKeys:
+            return options.accountSwitches == 0 ? "no device switches account (accountSwitches = 0)" : nil
+        }
+    }
 }
 
 /// The hooks through which a broken variant changes a run, in one place: each variant sets
@@ -50,6 +86,14 @@ struct VariantHooks {
     private(set) var hubEnforcesQuota = true
     /// Ambient randomness added to sync timing (``BrokenVariant/nondeterministic``).
     private(set) var syncJitter: (@Sendable () -> Int)?
+    /// Whether the hub reverts writes to keys ending in "3" (``BrokenVariant/revertingHub``).
+    private(set) var hubRevertsKeysEndingIn3 = false
+    /// Whether last-writer-wins keeps the oldest write (``BrokenVariant/oldestWins``).
+    private(set) var lastWriterWinsKeepsOldest = false
+    /// Whether the stores' removals do nothing (``BrokenVariant/noOpRemoves``).
+    private(set) var removesAreNoOps = false
+    /// Whether switching account drops keys only this device wrote (``BrokenVariant/switchDropsOwnKeys``).
+    private(set) var accountSwitchDropsOwnOnlyKeys = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -62,6 +106,10 @@ struct VariantHooks {
         case .unenforcedQuota: hubEnforcesQuota = false
         case .sendsBeforeFlush: flushesBeforeSending = false
         case .nondeterministic: syncJitter = ambientJitter
+        case .revertingHub: hubRevertsKeysEndingIn3 = true
+        case .oldestWins: lastWriterWinsKeepsOldest = true
+        case .noOpRemoves: removesAreNoOps = true
+        case .switchDropsOwnKeys: accountSwitchDropsOwnOnlyKeys = true
         }
     }
 
@@ -70,8 +118,14 @@ struct VariantHooks {
 
     /// The policy device `index` reads with.
     func readPolicy(ofDevice index: Int, configured: PolicyName) -> MergePolicy {
+        if lastWriterWinsKeepsOldest && configured == .lww { return Self.oldestWins }
         guard oddDevicesReadWithAnotherPolicy && index % 2 == 1 else { return configured.policy }
         return configured == .multiValue ? .lastWriterWins : .multiValue
+    }
+
+    /// Last-writer-wins upside down: the sibling with the least timestamp wins.
+    static let oldestWins = MergePolicy.custom("lww") { siblings in
+        siblings.min { lhs, rhs in lhs.timestamp != rhs.timestamp ? lhs.timestamp < rhs.timestamp : lhs.dot < rhs.dot }?.value
     }
 
     /// Milliseconds added to the next periodic sync: none, unless the variant reads

@@ -1,4 +1,4 @@
-import Converge
+@_spi(Testing) import Converge
 
 /// One device of a run: a real ``ReplicatedKeyValueStore`` on a ``SimulatedDisk`` with a
 /// clock the simulator sets. The store holds the device's sync state machines.
@@ -17,10 +17,11 @@ struct SimulatedDevice {
     /// Ledger indices of the writes the disk has not made durable yet.
     var unflushedWrites: [Int] = []
     var meshRound = 0
+    /// Deliberately broken store behaviours of the run's variant, set again on every reopen.
+    var removesAreNoOps = false
+    var accountSwitchDropsOwnOnlyKeys = false
     /// The union of the default account's contexts this device has held.
     var observed = VersionVector()
-    /// What the device held of each account when it last switched away from it.
-    var cachedStates: [AccountID: ReplicatedMap] = [:]
 
     init(index: Int, quota: Quota, policies: MergePolicies) {
         self.index = index
@@ -42,5 +43,12 @@ struct SimulatedDevice {
     /// (their state is volatile: the next exchange starts from nothing reported).
     mutating func reopen() throws(ConvergeError) {
         store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        breakStore()
+    }
+
+    /// Switches on the variant's broken behaviours in the store (nothing for a real run).
+    func breakStore() {
+        if removesAreNoOps { store._removesAreNoOps = true }
+        if accountSwitchDropsOwnOnlyKeys { store._accountSwitchDropsOwnOnlyKeys = true }
     }
 }

@@ -6,16 +6,17 @@ import Converge
 extension Simulation {
     typealias Node = SimulatedNetwork.Node
 
-    func send(_ message: SyncMessage, from: Node, to: Node) {
+    /// Sends `message` of `account`: the reference model notes what its sender knew.
+    func send(_ message: SyncMessage, of account: AccountID, from: Node, to: Node) {
         let bytes: [UInt8]
         do { bytes = try message.encoded() } catch {
             violations.append(Violation(.sync, "a message could not be encoded: \(error)"))
             return
         }
-        send(encoded: bytes, from: from, to: to)
+        send(encoded: bytes, of: account, from: from, to: to)
     }
 
-    func send(encoded bytes: [UInt8], from: Node, to: Node) {
+    func send(encoded bytes: [UInt8], of account: AccountID, from: Node, to: Node) {
         metrics.messagesSent += 1
         metrics.bytesSent += bytes.count
         digest.update(bytes.count)
@@ -25,6 +26,7 @@ extension Simulation {
         case .lost: metrics.messagesLost += 1
         case .inFlight(let id, let delays):
             if delays.count > 1 { metrics.messagesDuplicated += delays.count - 1 }
+            model.sent(message: id, from: from, account: account)
             for delay in delays { queue.schedule(.deliver(message: id), at: now + max(0, delay)) }
         }
     }
@@ -36,6 +38,7 @@ extension Simulation {
         case .droppedByFault: metrics.messagesDroppedByFaults += 1; return
         case .delivered(let delivered): message = delivered
         }
+        let lastCopy = message.copiesLeft == 0
         digest.update(id)
         digest.update(message.bytes)
         let decoded: SyncMessage
@@ -45,9 +48,9 @@ extension Simulation {
         }
         switch (decoded, message.to) {
         case (.push, .hub), (.poll, .hub):
-            hubReceives(decoded, from: message.from)
+            hubReceives(decoded, from: message.from, message: id, lastCopy: lastCopy)
         case (.upToDate, .device(let d)), (.reply, .device(let d)), (.gossip, .device(let d)):
-            deviceReceives(decoded, device: d)
+            deviceReceives(decoded, device: d, message: id, lastCopy: lastCopy)
         default:
             violations.append(Violation(.sync, "a message reached the wrong kind of node"))
         }

@@ -14,13 +14,13 @@ extension Simulation {
         switch options.topology {
         case .hub:
             guard let request = hubRequest(from: d) else { return }
-            send(encoded: request, from: .device(d), to: .hub)
+            send(encoded: request, of: devices[d].store.account, from: .device(d), to: .hub)
         case .mesh:
             guard devices.count > 1 else { return }
             let peer = (d + 1 + devices[d].meshRound % (devices.count - 1)) % devices.count
             devices[d].meshRound += 1
             guard let gossip = gossip(from: d, to: peer) else { return }
-            send(encoded: gossip, from: .device(d), to: .device(peer))
+            send(encoded: gossip, of: devices[d].store.account, from: .device(d), to: .device(peer))
         }
     }
 
@@ -55,7 +55,7 @@ extension Simulation {
 
     /// Device `d` takes a message from the hub or a peer: its store carries it out, and
     /// answers a peer that asked.
-    func deviceReceives(_ message: SyncMessage, device d: Int) {
+    func deviceReceives(_ message: SyncMessage, device d: Int, message id: Int, lastCopy: Bool) {
         changed(.device(d))
         setClock(d)
         let receipt: SyncReceipt
@@ -63,12 +63,19 @@ extension Simulation {
             violations.append(Violation(.storage, "\(devices[d].id) could not take a message: \(error)"))
             return
         }
+        // A reply or gossip brings the device what its sender knew (if the device is still on
+        // its account); an up-to-date answer brings nothing.
+        if case .upToDate = message {
+            model.dropped(message: id, lastCopy: lastCopy)
+        } else {
+            model.delivered(message: id, to: .device(d), currentAccount: devices[d].store.account, lastCopy: lastCopy)
+        }
         if !receipt.rejectedKeys.isEmpty { metrics.quotaViolationNotices += 1 }
         observeContext(d)
         scheduleFlush(d)
         if let (peerID, answer) = receipt.answer, let peer = devices.firstIndex(where: { $0.id == peerID }) {
             if hooks.flushesBeforeSending { flush(d) }
-            send(answer, from: .device(d), to: .device(peer))
+            send(answer, of: devices[d].store.account, from: .device(d), to: .device(peer))
         }
     }
 }

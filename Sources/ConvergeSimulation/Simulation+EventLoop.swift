@@ -45,6 +45,7 @@ extension Simulation {
         eventsProcessed += 1
         checkInvariantsAfterStep()
         if eventsProcessed % 256 == 0 { checkLawsOnSampledStates() }
+        if eventsProcessed % 256 == 128 { checkSampledReplicaAgainstModel() }
     }
 
     func handle(_ event: Event) {

@@ -41,9 +41,11 @@ extension Simulation {
         metrics.crashes += 1
         devices[d].crashed = true
         devices[d].disk.crash()
+        model.crashed(device: d)
         for index in devices[d].unflushedWrites {
             metrics.writesLostInCrashes += 1
             ledger.forget(index)
+            model.forget(ledgerIndex: index)
         }
         devices[d].unflushedWrites.removeAll()
     }
@@ -64,7 +66,6 @@ extension Simulation {
     func switchAccount(_ d: Int, to account: AccountID) {
         let store = devices[d].store
         changed(.device(d))
-        devices[d].cachedStates[store.account] = store.replicatedState
         do {
             try store.switchAccount(to: account)
         } catch {

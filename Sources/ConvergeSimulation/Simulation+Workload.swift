@@ -47,6 +47,8 @@ extension Simulation {
             try store.setValue(value, forKey: key)
         } catch {
             metrics.writesRefused += 1
+            // A removal only ever shrinks usage: nothing may refuse it.
+            if value == nil { report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) refused to remove \(key): \(error)")) }
             return
         }
         let usageAfter = store.usage
@@ -54,9 +56,13 @@ extension Simulation {
             && (usageAfter.keyCount > usageBefore.keyCount || usageAfter.valueBytes > usageBefore.valueBytes) {
             violations.append(Violation(.quota, "\(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota"))
         }
-        guard let written = store.siblings(forKey: key).first(where: { $0.dot.replica == devices[d].id && !before.contains($0) })
-        else { return }
-        let index = ledger.record(account: account, device: d, key: key, dot: written.dot, hasValue: value != nil, timeMs: now)
+        let written = store.siblings(forKey: key).first(where: { $0.dot.replica == devices[d].id && !before.contains($0) })
+        if let written {
+            _ = ledger.record(account: account, device: d, key: key, dot: written.dot, hasValue: value != nil, timeMs: now)
+        }
+        checkLocalWrite(value, forKey: key, on: d, written: written, hadLiveValue: before.contains { !$0.isTombstone })
+        guard let written else { return }
+        let index = ledger.writes.count - 1
         devices[d].unflushedWrites.append(index)
         ledger.markSuperseded(before.map(\.dot), account: account)
         metrics.recordResolution(superseded: before, shown: shown, ledger: ledger, account: account)
@@ -81,6 +87,7 @@ extension Simulation {
     func flush(_ d: Int) {
         guard !devices[d].crashed else { return }
         devices[d].disk.flush()
+        model.flushed(device: d)
         for index in devices[d].unflushedWrites { ledger.writes[index].durable = true }
         devices[d].unflushedWrites.removeAll()
     }

@@ -21,6 +21,8 @@
 ///   when each reached every device;
 /// - `Simulation+Checkers.swift` and `Simulation+Invariants.swift`: the checkers, and the
 ///   invariant checks after every step;
+/// - `ReferenceModel.swift` and `Simulation+ReferenceModel.swift`: the oracle, written apart
+///   from the system's merge code, and the checks that hold every replica to it;
 /// - `BrokenVariant.swift`: the deliberately broken variants and the hooks they change.
 public final class Simulation {
     static let baseMilliseconds = 1_700_000_000_000
@@ -46,6 +48,10 @@ public final class Simulation {
     /// The replicas the current step changed, for the checks after it.
     var changedThisStep: [SimulatedNetwork.Node] = []
     var ledger = WriteLedger()
+    /// What every replica must hold, from what the simulator observed (the oracle).
+    var model = ReferenceModel()
+    /// The model's kinds of violation already reported while the run went on.
+    var reportedModelKinds: Set<Violation.Kind> = []
     var metrics = MetricsCollector()
     var violations: [Violation] = []
     var livenessMs: Int?
@@ -62,6 +68,7 @@ public final class Simulation {
                                  retirementIntervalMilliseconds: UInt64(options.retirementMs))
         hub._forgetsCompensatingWrites = hooks.hubForgetsCompensatingWrites
         hub._collectsBeforeStable = hooks.hubCollectsBeforeStable
+        hub._revertsKeysEndingIn3 = hooks.hubRevertsKeysEndingIn3
         self.hub = hub
         let decisions: any NetworkDecisions
         if let recorded = input.recordedFates {
@@ -73,7 +80,11 @@ public final class Simulation {
                                    healedLatencyMs: options.minLatencyMs)
         for index in 0..<options.devices {
             let policy = hooks.readPolicy(ofDevice: index, configured: options.policy)
-            devices.append(SimulatedDevice(index: index, quota: quota, policies: MergePolicies(default: policy)))
+            var device = SimulatedDevice(index: index, quota: quota, policies: MergePolicies(default: policy))
+            device.removesAreNoOps = hooks.removesAreNoOps
+            device.accountSwitchDropsOwnOnlyKeys = hooks.accountSwitchDropsOwnOnlyKeys
+            device.breakStore()
+            devices.append(device)
         }
     }
 

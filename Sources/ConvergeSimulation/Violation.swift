@@ -12,8 +12,16 @@ public struct Violation: Codable, Hashable, Sendable, CustomStringConvertible {
         /// The hub's state exceeds the quota, a replica does after convergence, or replicas
         /// flag the soft quota differently.
         case quota
-        /// A durable write is neither visible, superseded nor compensated.
+        /// A replica lacks a write the reference model says is current (neither superseded by
+        /// a write that saw it nor by a checked compensation), converged or not.
         case lostWrite
+        /// A replica holds a write the reference model says is superseded or unknown, or
+        /// reads a key otherwise than the policy's rule on the model's current writes says
+        /// (a local write not visible at once included).
+        case referenceModel
+        /// A compensating write of the hub was not needed (the quota would have held), or did
+        /// not restore the key's previous siblings.
+        case compensation
         /// A value of one account reached another account's replica.
         case accounts
         /// The join is not commutative or not idempotent on sampled states.
@@ -35,6 +43,7 @@ public struct Violation: Codable, Hashable, Sendable, CustomStringConvertible {
             switch self {
             case .lostWrite: return "lost write"
             case .crdtLaws: return "CRDT laws"
+            case .referenceModel: return "reference model"
             default: return rawValue
             }
         }

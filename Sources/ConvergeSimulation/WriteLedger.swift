@@ -1,11 +1,7 @@
 import Converge
 
-/// Every local write of a run, for the no-lost-write checker and the metrics.
-///
-/// A write may leave the replicated state only (1) when a causally later write of the
-/// same key replaces it (the writer held it as a sibling), or (2) when the hub supersedes
-/// it with a compensating write to keep the quota. Both are recorded as they happen;
-/// anything else that disappears is a lost write.
+/// Every local write of a run, for the metrics (propagation, resolutions) and the durable
+/// flags; the ``ReferenceModel`` holds the same writes for the checkers.
 struct WriteLedger {
     struct Write {
         var account: AccountID
@@ -28,7 +24,6 @@ struct WriteLedger {
     var writes: [Write] = []
     var index: [WriteKey: Int] = [:]
     var superseded: Set<WriteKey> = []
-    var compensated: Set<WriteKey> = []
 
     mutating func record(account: AccountID, device: Int, key: String, dot: Dot, hasValue: Bool, timeMs: Int) -> Int {
         writes.append(Write(account: account, device: device, key: key, dot: dot, hasValue: hasValue, timeMs: timeMs,
@@ -47,10 +42,6 @@ struct WriteLedger {
 
     mutating func markSuperseded(_ dots: [Dot], account: AccountID) {
         for dot in dots { superseded.insert(WriteKey(account: account, dot: dot)) }
-    }
-
-    mutating func markCompensated(_ dots: [Dot], account: AccountID) {
-        for dot in dots { compensated.insert(WriteKey(account: account, dot: dot)) }
     }
 
     func write(_ dot: Dot, account: AccountID) -> Write? {

@@ -86,6 +86,11 @@ func printLine(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
+/// A line on standard error (notes that must not mix with `--json` output).
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
 func readText(_ path: String) throws(UsageError) -> String {
     guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read \(path)") }
     guard let text = String(data: data, encoding: .utf8) else { throw UsageError("\(path): not UTF-8 text") }

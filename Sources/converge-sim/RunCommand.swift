@@ -51,6 +51,14 @@ enum RunCommand: Subcommand {
             }
         }
         let failed = results.filter { !$0.1.passed }.map(\.1.seed)
+        if let variant {
+            // A variant that cannot fire in a run proves nothing there: say so.
+            let inert = results.compactMap { input, _ in variant.inertReason(in: input.options).map { (input.seed, $0) } }
+            if let (_, reason) = inert.first {
+                let seeds = inert.prefix(20).map { String($0.0) }.joined(separator: ", ")
+                printError("note: --variant \(variant.rawValue) changes nothing in \(inert.count) of \(results.count) runs (seeds \(seeds)): \(reason)")
+            }
+        }
         if !arguments.json {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let threads = min(arguments.jobs, results.count)

@@ -96,6 +96,55 @@ struct SimulationCheckerTests {
                           by: [.determinism], "nondeterministic run")
     }
 
+    /// Expects exactly the checkers of `kinds` to fire (some seed), and no other: the
+    /// variant is caught by the checker made for it, not by a side effect.
+    static func expectCaughtOnly(_ violations: [[Violation]], by kinds: Set<Violation.Kind>, alsoAllowed: Set<Violation.Kind> = [],
+                                 _ comment: Comment) {
+        expectCaught(violations, by: kinds, comment)
+        let others = Set(violations.joined().map(\.kind)).subtracting(kinds).subtracting(alsoAllowed)
+        #expect(others.isEmpty, "\(comment): other checkers fired too: \(others.map(\.rawValue).sorted())")
+    }
+
+    // The injected bugs: broken variants of the system, caught by the reference model.
+
+    static let withRemoves = SmallScenarios.make("small-removes") {
+        try $0.set(\.keys, to: 16)
+        try $0.set(\.removeWeight, to: 20)
+    }
+
+    @Test func compensationCheckerCatchesAHubThatRevertsWritesTheQuotaWouldHaveTaken() {
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.withRemoves, variant: .revertingHub), by: [.compensation],
+                              "hub reverting keys ending in 3")
+    }
+
+    @Test func referenceModelCatchesLastWriterWinsKeepingTheOldestWrite() {
+        // The devices read with the broken policy while the convergence checker compares them
+        // with the hub read by the real one: liveness may fire too.
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.withRemoves, variant: .oldestWins), by: [.referenceModel],
+                              alsoAllowed: [.liveness], "lww keeping the oldest")
+    }
+
+    @Test func referenceModelCatchesRemovalsThatDoNothing() {
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.withRemoves, variant: .noOpRemoves), by: [.referenceModel], "no-op removes")
+    }
+
+    @Test func lostWriteCheckerCatchesAnAccountSwitchThatDropsTheDevicesOwnKeys() {
+        let switching = SmallScenarios.make("small-switching") {
+            try $0.set(\.accountSwitches, to: 6)
+            try $0.set(\.keys, to: 32)
+        }
+        Self.expectCaughtOnly(SmallScenarios.violations(switching, variant: .switchDropsOwnKeys), by: [.lostWrite],
+                              alsoAllowed: [.referenceModel, .liveness], "account switch dropping own keys")
+    }
+
+    @Test func aVariantThatCannotFireSaysSo() throws {
+        let scenario = try SmallScenarios.make("inert") { try $0.set(\.policy, to: .multiValue) }.resolved(seed: 0)
+        #expect(BrokenVariant.oldestWins.inertReason(in: scenario) == "the policy is multi-value, not lww")
+        let mesh = try SmallScenarios.mesh.resolved(seed: 0)
+        #expect(BrokenVariant.revertingHub.inertReason(in: mesh) == "there is no hub in the mesh topology")
+        #expect(BrokenVariant.guessingSender.inertReason(in: mesh) == nil)
+    }
+
     @Test func invariantsAreCheckedAfterEveryStepInDebugBuildsOnly() throws {
         for scenario in [SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure] {
             let simulation = Simulation(try SimulationInput(scenario: scenario, seed: 1))

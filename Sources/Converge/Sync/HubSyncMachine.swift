@@ -25,6 +25,9 @@ public struct HubSyncMachine: Sendable {
     @_spi(Testing) public var _forgetsCompensatingWrites = false
     /// Collects below its own context, ignoring what the devices have acknowledged.
     @_spi(Testing) public var _collectsBeforeStable = false
+    /// Supersedes every write to a key ending in "3" with a compensating write, as if it
+    /// broke the quota.
+    @_spi(Testing) public var _revertsKeysEndingIn3 = false
 
     struct AccountState: Sendable {
         var map = ReplicatedMap()
@@ -219,7 +222,7 @@ public struct HubSyncMachine: Sendable {
                 state.map.applyEntry(forKey: key, siblings: [], senderContext: VersionVector(Dictionary(
                     arrived.map { ($0.dot.replica, $0.dot.counter) }, uniquingKeysWith: max)))
                 rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), offending: offending,
-                                                restoredSiblings: previous, policy: policies.policy(forKey: key)))
+                                                restoredSiblings: [], policy: policies.policy(forKey: key)))
                 continue
             }
             let restoredSiblings: [Sibling]
@@ -244,6 +247,7 @@ public struct HubSyncMachine: Sendable {
     }
 
     private func breaksQuota(key: String, arrived: [Sibling], before: QuotaUsage, after: QuotaUsage) -> Bool {
+        if _revertsKeysEndingIn3 && key.hasSuffix("3") { return true }
         if key.utf8.count > quota.maximumKeyBytes { return true }
         if arrived.contains(where: { $0.valueSizeBytes > quota.maximumValueBytes }) { return true }
         if after.keyCount > quota.maximumKeyCount && after.keyCount > before.keyCount { return true }

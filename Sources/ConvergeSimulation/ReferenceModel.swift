@@ -1,0 +1,218 @@
+import Converge
+
+/// The reference model: what every replica must hold and show, worked out from what the
+/// simulator itself observed, never from the system's merge code.
+///
+/// It is written apart from `ReplicatedMap`, `VersionVector` and `MergePolicy` and calls none
+/// of them. Its inputs are the simulator's observations: each local write (its key, value,
+/// timestamp and the identity the store gave it), each message sent and delivered (a
+/// message carries what its sender knew when it was sent), each flush and crash of a disk,
+/// each account switch, and each compensating write the hub reported (which the model
+/// checks before it believes it).
+///
+/// From them it keeps, per replica and account, which writes the replica knows (a write's
+/// identity is its writer and its number; a replica knows a prefix of each writer's writes,
+/// since every message carries its sender's whole knowledge). A write's causal past is what
+/// its writer knew when it wrote. Then, for any replica:
+/// - a write of a key is *maximal* if the replica knows it and it is in the causal past of no
+///   other write of that key the replica knows; the replica must hold exactly its maximal
+///   live writes, and its maximal removals wherever a live write remains (a key that only
+///   has removals may be collected);
+/// - what a read returns follows from the maximal writes, by the policy's own rule
+///   (``ReferenceModel/visibleValue(of:policy:)``);
+/// - a removed key stays removed unless a concurrent or later write exists (it follows: the
+///   removal is maximal, and the writes it saw are not).
+struct ReferenceModel {
+    /// A write's identity as the store gave it: its writer and number.
+    struct WriteID: Hashable, Comparable, CustomStringConvertible {
+        var replica: String
+        var counter: UInt64
+
+        /// Writer then number; writers in UTF-8 byte order.
+        static func < (lhs: WriteID, rhs: WriteID) -> Bool {
+            if lhs.replica != rhs.replica { return Array(lhs.replica.utf8).lexicographicallyPrecedes(Array(rhs.replica.utf8)) }
+            return lhs.counter < rhs.counter
+        }
+
+        var description: String { "\(replica):\(counter)" }
+    }
+
+    /// When a write was made, by its writer's hybrid clock: wall time, then a counter.
+    struct Stamp: Hashable, Comparable {
+        var wall: UInt64
+        var logical: UInt32
+
+        static func < (lhs: Stamp, rhs: Stamp) -> Bool { (lhs.wall, lhs.logical) < (rhs.wall, rhs.logical) }
+    }
+
+    /// What a replica knows of one account: the highest write number of each writer (a
+    /// replica knows every earlier write of that writer too).
+    typealias Knowledge = [String: UInt64]
+
+    struct Write {
+        var account: AccountID
+        var key: String
+        var id: WriteID
+        var stamp: Stamp
+        /// The value written, or `nil` for a removal.
+        var value: Value?
+        /// What the writer knew before it wrote.
+        var past: Knowledge
+        /// The write ledger's entry, for a device's write (the hub's compensations have none).
+        var ledgerIndex: Int?
+        /// Lost in a crash before it was durable: it never happened.
+        var forgotten = false
+    }
+
+    /// A replica's expected sibling of a key.
+    struct Expected: Hashable {
+        var id: WriteID
+        var stamp: Stamp
+        var value: Value?
+    }
+
+    private(set) var writes: [Write] = []
+    private var writesByAccount: [AccountID: [Int]] = [:]
+    private var writeIndexByLedger: [Int: Int] = [:]
+    private var knowledge: [SimulatedNetwork.Node: [AccountID: Knowledge]] = [:]
+    private var durable: [Int: [AccountID: Knowledge]] = [:]
+    private var inFlight: [Int: (account: AccountID, knowledge: Knowledge)] = [:]
+
+    static func knows(_ knowledge: Knowledge, _ id: WriteID) -> Bool { knowledge[id.replica, default: 0] >= id.counter }
+
+    func knowledge(of node: SimulatedNetwork.Node, in account: AccountID) -> Knowledge {
+        knowledge[node]?[account] ?? [:]
+    }
+
+    // MARK: Observations
+
+    /// A local write of device `d` (or a compensating write of the hub): returns a problem if
+    /// its number is not the writer's next one (the store and the model disagree on what the
+    /// writer knew).
+    ///
+    /// `sameTimeAs` gives the writes one compensation re-issues together the same causal past
+    /// (the writer's knowledge before the first): they are siblings, none supersedes another.
+    mutating func recordWrite(by node: SimulatedNetwork.Node, account: AccountID, key: String, id: WriteID, stamp: Stamp,
+                              value: Value?, ledgerIndex: Int?, sameTimeAs past: Knowledge? = nil) -> String? {
+        var known = knowledge(of: node, in: account)
+        let expected = known[id.replica, default: 0] + 1
+        let problem = id.counter == expected ? nil
+            : "the write \(id) of \(key) in \(account) is not its writer's next (the model expected number \(expected))"
+        writes.append(Write(account: account, key: key, id: id, stamp: stamp, value: value, past: past ?? known, ledgerIndex: ledgerIndex))
+        writesByAccount[account, default: []].append(writes.count - 1)
+        if let ledgerIndex { writeIndexByLedger[ledgerIndex] = writes.count - 1 }
+        known[id.replica] = max(known[id.replica, default: 0], id.counter)
+        knowledge[node, default: [:]][account] = known
+        return problem
+    }
+
+    /// A write lost in a crash before it was durable.
+    mutating func forget(ledgerIndex: Int) {
+        if let index = writeIndexByLedger[ledgerIndex] { writes[index].forgotten = true }
+    }
+
+    /// A message leaves `node`: it carries what the node knows of `account`.
+    mutating func sent(message id: Int, from node: SimulatedNetwork.Node, account: AccountID) {
+        inFlight[id] = (account, knowledge(of: node, in: account))
+    }
+
+    /// A copy of message `id` reaches `node`, which takes it if it is on the message's
+    /// account (a device that switched ignores an answer of its old account).
+    mutating func delivered(message id: Int, to node: SimulatedNetwork.Node, currentAccount: AccountID?, lastCopy: Bool) {
+        guard let carried = inFlight[id] else { return }
+        if lastCopy { inFlight[id] = nil }
+        if let currentAccount, currentAccount != carried.account { return }
+        var known = knowledge(of: node, in: carried.account)
+        for (replica, counter) in carried.knowledge where counter > known[replica, default: 0] { known[replica] = counter }
+        knowledge[node, default: [:]][carried.account] = known
+    }
+
+    /// A copy of message `id` that brings nothing (a poll, an up-to-date answer, a copy a
+    /// fault cut).
+    mutating func dropped(message id: Int, lastCopy: Bool) { if lastCopy { inFlight[id] = nil } }
+
+    /// Device `d`'s disk made everything durable.
+    mutating func flushed(device d: Int) { durable[d] = knowledge[.device(d)] ?? [:] }
+
+    /// Device `d` lost power: it knows what its disk had made durable.
+    mutating func crashed(device d: Int) { knowledge[.device(d)] = durable[d] ?? [:] }
+
+    // MARK: What must hold
+
+    /// The writes of `key` in `account` a replica knowing `known` must treat as current: the
+    /// maximal ones, in identity order.
+    func expected(in account: AccountID, knowing known: Knowledge) -> [String: [Expected]] {
+        var byKey: [String: [Int]] = [:]
+        for index in writesByAccount[account] ?? [] where !writes[index].forgotten && Self.knows(known, writes[index].id) {
+            byKey[writes[index].key, default: []].append(index)
+        }
+        var result: [String: [Expected]] = [:]
+        for (key, indices) in byKey {
+            // What the writes of this key saw, together: a write is superseded if one saw it.
+            var seen: Knowledge = [:]
+            for index in indices {
+                for (replica, counter) in writes[index].past where counter > seen[replica, default: 0] { seen[replica] = counter }
+            }
+            let maximal = indices.filter { !Self.knows(seen, writes[$0].id) }
+                .map { Expected(id: writes[$0].id, stamp: writes[$0].stamp, value: writes[$0].value) }
+                .sorted { $0.id < $1.id }
+            result[key] = maximal
+        }
+        return result
+    }
+
+    /// What a read must return given a key's maximal writes, under `policy`, by the model's
+    /// own reading of each policy's documented rule.
+    static func visibleValue(of siblings: [Expected], policy: PolicyName) -> Value? {
+        if siblings.count == 1 { return siblings[0].value }
+        let live = siblings.filter { $0.value != nil }
+        if live.isEmpty { return nil }
+        func latest(_ candidates: [Expected]) -> Expected? {
+            candidates.max { lhs, rhs in lhs.stamp != rhs.stamp ? lhs.stamp < rhs.stamp : lhs.id < rhs.id }
+        }
+        switch policy {
+        case .lww: return latest(siblings)?.value
+        case .addWins: return latest(live)?.value
+        case .removeWins: return live.count < siblings.count ? nil : latest(siblings)?.value
+        case .multiValue: return live.count == 1 ? live[0].value : .array(live.map { $0.value! })
+        case .priority: return siblings.min { $0.id < $1.id }?.value
+        }
+    }
+
+    /// Usage by the quota's two measures (keys with a live value, bytes of values) of the
+    /// maximal writes a replica knowing `known` holds.
+    func usage(in account: AccountID, knowing known: Knowledge) -> (keys: Int, bytes: Int, perKey: [String: (live: Bool, bytes: Int)]) {
+        var perKey: [String: (live: Bool, bytes: Int)] = [:]
+        var keys = 0, bytes = 0
+        for (key, siblings) in expected(in: account, knowing: known) {
+            let live = siblings.contains { $0.value != nil }
+            let size = siblings.reduce(0) { $0 + ($1.value?.encodedSize ?? 0) }
+            perKey[key] = (live, size)
+            if live { keys += 1 }
+            bytes += size
+        }
+        return (keys, bytes, perKey)
+    }
+
+    /// Why a replica knowing `known` must not hold write `id` of `key`: in words.
+    func whyNotCurrent(_ id: WriteID, key: String, in account: AccountID, knowing known: Knowledge) -> String {
+        let matching = (writesByAccount[account] ?? []).filter { writes[$0].id == id && writes[$0].key == key }
+        guard let index = matching.last(where: { !writes[$0].forgotten }) else {
+            return matching.isEmpty ? "a write the model never saw" : "a write lost in a crash before it was durable"
+        }
+        if !Self.knows(known, id) { return "a write this replica cannot know of" }
+        let superseding = (writesByAccount[account] ?? []).first { other in
+            writes[other].key == key && !writes[other].forgotten && Self.knows(known, writes[other].id) && Self.knows(writes[other].past, id)
+        }
+        if let superseding { return "superseded by \(writes[superseding].id), which saw it" }
+        return "a current write with another value or time (\(writes[index].value.map { "\($0)".prefix(30) } ?? "removal"))"
+    }
+
+    /// The ledger index of a write, if a device made it and it still counts.
+    func ledgerIndex(of id: WriteID, in account: AccountID) -> Int? {
+        for index in (writesByAccount[account] ?? []).reversed() where writes[index].id == id && !writes[index].forgotten {
+            return writes[index].ledgerIndex
+        }
+        return nil
+    }
+}

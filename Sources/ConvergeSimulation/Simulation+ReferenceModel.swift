@@ -1,0 +1,194 @@
+import Converge
+
+/// The checkers that hold the system to the ``ReferenceModel``: a local write is visible at
+/// once, each compensating write of the hub was needed and restored what was there, and
+/// every replica holds exactly the writes the model says are current and reads what the
+/// policy says (sampled as the run goes, every replica at the end, converged or not).
+extension Simulation {
+    /// The model's name for a write the store made.
+    static func modelID(_ dot: Dot) -> ReferenceModel.WriteID {
+        ReferenceModel.WriteID(replica: dot.replica.rawValue, counter: dot.counter)
+    }
+
+    static func modelStamp(_ timestamp: HybridTimestamp) -> ReferenceModel.Stamp {
+        ReferenceModel.Stamp(wall: timestamp.wallMilliseconds, logical: timestamp.logical)
+    }
+
+    static func modelSibling(_ sibling: Sibling) -> ReferenceModel.Expected {
+        ReferenceModel.Expected(id: modelID(sibling.dot), stamp: modelStamp(sibling.timestamp), value: sibling.value)
+    }
+
+    /// After the app on device `d` wrote `value` (or removed, for `nil`) at `key` and the
+    /// store accepted: the write is in the model, and a read on `d` returns it at once
+    /// (the device's own write replaces every sibling it holds).
+    func checkLocalWrite(_ value: Value?, forKey key: String, on d: Int, written: Sibling?, hadLiveValue: Bool) {
+        let store = devices[d].store
+        if let written {
+            if let problem = model.recordWrite(by: .device(d), account: store.account, key: key, id: Self.modelID(written.dot),
+                                               stamp: Self.modelStamp(written.timestamp), value: value,
+                                               ledgerIndex: ledger.writes.count - 1) {
+                report(Violation(.referenceModel, "at \(now) ms \(problem)"))
+            }
+        } else if value != nil || hadLiveValue {
+            report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) accepted \(value == nil ? "the removal" : "a write") of \(key) but made no write"))
+        }
+        let shown = store.value(forKey: key)
+        if shown != value {
+            let what = value == nil ? "removing it" : "writing it"
+            report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) reads \(key) as \(shown.map { "\($0)".prefix(40) } ?? "absent") right after \(what)"))
+        }
+    }
+
+    /// Checks the hub's compensating writes of one push against the model: each was needed
+    /// (without it the quota would have been exceeded, or the value or key is too large), and
+    /// each restored the key's previous live siblings exactly. Then the model takes them as
+    /// the hub's writes.
+    func checkCompensations(_ compensations: [HubCompensation], account: AccountID, knownBefore: ReferenceModel.Knowledge) {
+        guard !compensations.isEmpty else { return }
+        let knownAfter = model.knowledge(of: .hub, in: account)
+        let before = model.usage(in: account, knowing: knownBefore)
+        let after = model.usage(in: account, knowing: knownAfter)
+        // The hub applies a push key by key in byte order: the quota is broken if any prefix
+        // of that (without compensations, which only shrink) breaks it.
+        var keys = before.keys, bytes = before.bytes
+        var overAt: [String: Bool] = [:]
+        var over = keys > quota.maximumKeyCount || bytes > quota.maximumTotalValueBytes
+        let changed = Set(before.perKey.keys).union(after.perKey.keys).filter {
+            before.perKey[$0]?.live != after.perKey[$0]?.live || before.perKey[$0]?.bytes != after.perKey[$0]?.bytes
+        }
+        for key in changed.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+            keys += (after.perKey[key]?.live == true ? 1 : 0) - (before.perKey[key]?.live == true ? 1 : 0)
+            bytes += (after.perKey[key]?.bytes ?? 0) - (before.perKey[key]?.bytes ?? 0)
+            over = over || keys > quota.maximumKeyCount || bytes > quota.maximumTotalValueBytes
+            overAt[key] = over
+        }
+        let previous = model.expected(in: account, knowing: knownBefore)
+        for compensation in compensations {
+            let key = compensation.key
+            let offending = compensation.offending.map(Self.modelID)
+            let tooLarge = key.utf8.count > quota.maximumKeyBytes || model.writes.contains { write in
+                write.account == account && write.key == key && offending.contains(write.id)
+                    && (write.value?.encodedSize ?? 0) > quota.maximumValueBytes
+            }
+            if !(overAt[key] ?? over) && !tooLarge {
+                report(Violation(.compensation, "at \(now) ms the hub superseded \(offending.map(\.description).joined(separator: ", ")) of \(key) in \(account), but the quota would not have been exceeded (the model's hub holds \(after.keys) keys, \(after.bytes) bytes with it)"))
+            }
+            let restored = compensation.restoredSiblings.filter { !$0.isTombstone }.map(Self.modelSibling)
+            let before = (previous[key] ?? []).filter { $0.value != nil }
+            let same = restored.count == before.count && zip(restored.sorted { $0.stamp < $1.stamp }, before.sorted { $0.stamp < $1.stamp })
+                .allSatisfy { $0.stamp == $1.stamp && $0.value == $1.value }
+            if !same {
+                report(Violation(.compensation, "at \(now) ms the hub's compensation of \(key) in \(account) restored \(restored.count) live siblings, not the \(before.count) the key held before (\(before.map(\.id.description).joined(separator: ", ")))"))
+            }
+            let past = model.knowledge(of: .hub, in: account)
+            for sibling in compensation.restoredSiblings {
+                if let problem = model.recordWrite(by: .hub, account: account, key: key, id: Self.modelID(sibling.dot),
+                                                   stamp: Self.modelStamp(sibling.timestamp), value: sibling.value, ledgerIndex: nil,
+                                                   sameTimeAs: past) {
+                    report(Violation(.referenceModel, "at \(now) ms \(problem)"))
+                }
+            }
+        }
+    }
+
+    /// What differs between a replica's state (and, for a device, its reads) and what the
+    /// model says it must hold: missing current writes are lost writes; anything else is a
+    /// reference-model violation. At most one of each, with the number of keys affected.
+    func modelDifferences(of node: Node, in account: AccountID, state: ReplicatedMap, values: [String: Value]?) -> (violations: [Violation], lost: Int) {
+        let name: String
+        switch node {
+        case .hub: name = "the hub"
+        case .device(let d): name = devices[d].id.rawValue
+        }
+        let known = model.knowledge(of: node, in: account)
+        let expected = model.expected(in: account, knowing: known)
+        let keys = Set(expected.keys).union(state.entries.keys).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        var lost: [String] = [], wrong: [String] = []
+        for key in keys {
+            let current = expected[key] ?? []
+            let held = state.siblings(forKey: key).map(Self.modelSibling)
+            let currentLive = current.filter { $0.value != nil }, heldLive = held.filter { $0.value != nil }
+            for write in currentLive where !heldLive.contains(write) {
+                lost.append("\(write.id) of \(key) in \(account)")
+            }
+            if let extra = heldLive.first(where: { !currentLive.contains($0) }) {
+                let why = model.whyNotCurrent(extra.id, key: key, in: account, knowing: known)
+                wrong.append("\(name) holds \(extra.id) of \(key) in \(account): \(why)")
+                continue
+            }
+            // A removal concurrent with a live write may be gone: a device retired by the hub
+            // can bring back a write concurrent with a removal collected meanwhile. Any
+            // removal held must be current, and reads follow from what is held.
+            let heldRemovals = held.filter { $0.value == nil }
+            if let extra = heldRemovals.first(where: { !current.contains($0) }) {
+                let why = model.whyNotCurrent(extra.id, key: key, in: account, knowing: known)
+                wrong.append("\(name) holds the removal \(extra.id) of \(key) in \(account): \(why)")
+                continue
+            }
+            if let values, lost.isEmpty {
+                let must = ReferenceModel.visibleValue(of: (currentLive + heldRemovals).sorted { $0.id < $1.id }, policy: options.policy)
+                if values[key] != must {
+                    wrong.append("\(name) reads \(key) in \(account) as \(values[key].map { "\($0)".prefix(60) } ?? "absent"); under \(options.policy.rawValue) the model says \(must.map { "\($0)".prefix(60) } ?? "absent")")
+                }
+            }
+        }
+        var found: [Violation] = []
+        if !lost.isEmpty {
+            found.append(Violation(.lostWrite, "at \(now) ms \(name) lacks \(lost.count) writes the model says are current, first \(lost.prefix(3).joined(separator: ", "))"))
+        }
+        if let first = wrong.first {
+            found.append(Violation(.referenceModel, "at \(now) ms \(first)" + (wrong.count > 1 ? " (and \(wrong.count - 1) more keys)" : "")))
+        }
+        return (found, lost.count)
+    }
+
+    /// One replica against the model, in turn, as the run goes (with the law checks).
+    func checkSampledReplicaAgainstModel() {
+        let replicas = devices.count + (options.topology == .hub ? 1 : 0)
+        let index = (eventsProcessed / 256) % replicas
+        if index == devices.count {
+            for account in hub.accountIDs {
+                for violation in modelDifferences(of: .hub, in: account, state: hub.state(of: account), values: nil).violations { report(violation) }
+            }
+        } else if !devices[index].crashed {
+            let store = devices[index].store
+            for violation in modelDifferences(of: .device(index), in: store.account, state: store.replicatedState, values: store.values).violations {
+                report(violation)
+            }
+        }
+    }
+
+    /// Every replica against the model at the end, whether or not the run converged: the
+    /// first finding of each kind, saying which.
+    func checkEveryReplicaAgainstModel() {
+        var found: [(node: Node, account: AccountID, state: ReplicatedMap, values: [String: Value]?)] = []
+        if options.topology == .hub {
+            for account in hub.accountIDs { found.append((.hub, account, hub.state(of: account), nil)) }
+        }
+        for device in devices {
+            found.append((.device(device.index), device.store.account, device.store.replicatedState, device.store.values))
+        }
+        let converged = livenessMs != nil ? "the run converged" : "the run did not converge"
+        var lost = 0
+        var first: [Violation.Kind: Violation] = [:]
+        for replica in found {
+            let differences = modelDifferences(of: replica.node, in: replica.account, state: replica.state, values: replica.values)
+            lost += differences.lost
+            for violation in differences.violations where first[violation.kind] == nil { first[violation.kind] = violation }
+        }
+        for kind in [Violation.Kind.lostWrite, .referenceModel] {
+            if let violation = first[kind] { violations.append(Violation(kind, violation.message + " (at the end; \(converged))")) }
+        }
+        metrics.lostWrites = lost
+    }
+
+    /// Records a violation once: the sampled checks would otherwise repeat one finding at
+    /// every sample.
+    func report(_ violation: Violation) {
+        let kind = violation.kind
+        if [.referenceModel, .lostWrite, .compensation].contains(kind) {
+            guard reportedModelKinds.insert(kind).inserted else { return }
+        }
+        violations.append(violation)
+    }
+}
