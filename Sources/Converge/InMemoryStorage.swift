@@ -3,27 +3,60 @@ import Synchronization
 /// A ``Storage`` that keeps everything in memory: fast and isolated, for tests and for
 /// stores that need no durable copy. Nothing survives the process.
 public final class InMemoryStorage: Storage {
-    private let stored: Mutex<StoredState?>
+    private struct Contents {
+        var state: StoredState?
+        /// How many writes were committed: what a store object has seen of the others'.
+        var sequence: UInt64 = 0
 
-    /// Creates an empty storage, or one holding `initial`.
-    public init(_ initial: StoredState? = nil) {
-        stored = Mutex(initial)
-    }
+        func catchUp(since seen: UInt64?) -> StorageCatchUp {
+            guard seen != sequence, let state else { return StorageCatchUp(sequence: sequence, update: nil) }
+            // Memory is cheap to hand over whole; a store diffs it against what it holds.
+            return StorageCatchUp(sequence: sequence, update: .replaceAll(state))
+        }
 
-    public func load() throws(ConvergeError) -> StoredState? {
-        stored.withLock { $0 }
-    }
-
-    public func save(_ change: StorageChange) throws(ConvergeError) {
-        try stored.withLock { (state: inout StoredState?) throws(ConvergeError) in
-            var next = state ?? StoredState()
-            next.apply(change)
-            state = next
+        mutating func record(_ update: StorageUpdate) {
+            switch update {
+            case .change(let change):
+                var next = state ?? StoredState()
+                next.apply(change)
+                state = next
+            case .replaceAll(let replacement):
+                state = replacement
+            }
+            sequence += 1
         }
     }
 
+    private let stored: Mutex<Contents>
+
+    /// Creates an empty storage, or one holding `initial`.
+    public init(_ initial: StoredState? = nil) {
+        stored = Mutex(Contents(state: initial))
+    }
+
+    public func load() throws(ConvergeError) -> StoredState? {
+        stored.withLock { $0.state }
+    }
+
+    public func save(_ change: StorageChange) throws(ConvergeError) {
+        stored.withLock { $0.record(.change(change)) }
+    }
+
     public func replaceAll(with state: StoredState) throws(ConvergeError) {
-        stored.withLock { $0 = state }
+        stored.withLock { $0.record(.replaceAll(state)) }
+    }
+
+    public func catchUp(since seen: UInt64?) throws(ConvergeError) -> StorageCatchUp {
+        stored.withLock { $0.catchUp(since: seen) }
+    }
+
+    public func write(since seen: UInt64?, _ body: (StorageCatchUp) throws(ConvergeError) -> StorageUpdate?) throws(ConvergeError) -> UInt64 {
+        try stored.withLock { (contents: inout Contents) throws(ConvergeError) -> UInt64 in
+            let caughtUp = contents.catchUp(since: seen)
+            guard let update = try body(caughtUp) else { return caughtUp.sequence }
+            contents.record(update)
+            return contents.sequence
+        }
     }
 }
 

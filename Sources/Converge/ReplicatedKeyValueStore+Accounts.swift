@@ -19,9 +19,9 @@ extension ReplicatedKeyValueStore {
     /// - Throws: The storage's error; the store is then unchanged.
     /// - Complexity: O(*n*) in the siblings of both accounts' states.
     public func switchAccount(to newAccount: AccountID) throws(ConvergeError) {
-        let events = try state.withLock { (state: inout State) throws(ConvergeError) -> [StoreEvent] in
+        try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             let oldAccount = state.account
-            guard oldAccount != newAccount else { return [] }
+            guard oldAccount != newAccount else { return WritePlan(result: ()) }
             var metadata = state.metadata
             metadata[Self.accountCacheKey(oldAccount)] = state.map.encoded()
             var next = try metadata.removeValue(forKey: Self.accountCacheKey(newAccount)).map { bytes throws(ConvergeError) in
@@ -31,26 +31,20 @@ extension ReplicatedKeyValueStore {
                 next = try ReplicatedMap(entries: next.entries.filter { !$0.value.allSatisfy { $0.dot.replica == replicaID } },
                                          context: next.context)
             }
+            // Installing the update switches the account and the sync machines, for this
+            // object and for every other writer of the storage that catches up with it.
             metadata[Self.currentAccountKey] = Array(newAccount.rawValue.utf8)
             // The cached state was this store's, so its clock has seen every timestamp in it;
             // observing them again keeps that true even for a cache written elsewhere.
             var clock = state.clock
             for siblings in next.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
-            try storage.replaceAll(with: StoredState(map: next, clock: clock.latest, metadata: metadata))
-            let previous = state.map
-            state.map = next
-            state.clock = clock
-            state.metadata = metadata
-            state.account = newAccount
-            state.hubMachine.switchAccount(to: newAccount)
-            state.meshMachine.switchAccount(to: newAccount)
-            state._checkInvariants()
-            let keys = Set(previous.entries.keys).union(next.entries.keys).sortedByUTF8()
+            let keys = Set(state.map.entries.keys).union(next.entries.keys).sortedByUTF8()
             // Keys that differ between accounts are not conflicts: only the change is reported.
-            let outcome = Self.outcome(changedKeys: keys, before: previous, after: next, policies: state.policies, reason: .accountChange)
-            return outcome.visibleChanges.isEmpty ? [] : [.externalChange(ExternalChange(reason: .accountChange, keys: outcome.visibleChanges))]
+            let outcome = Self.outcome(changedKeys: keys, before: state.map, after: next, policies: state.policies, reason: .accountChange)
+            let events: [StoreEvent] = outcome.visibleChanges.isEmpty
+                ? [] : [.externalChange(ExternalChange(reason: .accountChange, keys: outcome.visibleChanges))]
+            return WritePlan(update: .replaceAll(StoredState(map: next, clock: clock.latest, metadata: metadata)), events: events, result: ())
         }
-        emit(events)
     }
 
     /// Puts the store on `account`: switches if its storage holds another account's
@@ -58,12 +52,12 @@ extension ReplicatedKeyValueStore {
     /// none, so a later open can tell.
     func adopt(_ account: AccountID) throws(ConvergeError) {
         if self.account != account { return try switchAccount(to: account) }
-        try state.withLock { (state: inout State) throws(ConvergeError) in
+        try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             let recorded = Array(state.account.rawValue.utf8)
-            guard state.metadata[Self.currentAccountKey] != recorded else { return }
-            try storage.save(StorageChange(context: state.map.context, clock: state.clock.latest,
-                                           metadata: [Self.currentAccountKey: recorded]))
-            state.metadata[Self.currentAccountKey] = recorded
+            guard state.metadata[Self.currentAccountKey] != recorded else { return WritePlan(result: ()) }
+            return WritePlan(update: .change(StorageChange(context: state.map.context, clock: state.clock.latest,
+                                                           metadata: [Self.currentAccountKey: recorded])),
+                             result: ())
         }
     }
 

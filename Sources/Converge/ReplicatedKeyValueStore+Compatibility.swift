@@ -132,7 +132,9 @@ extension ReplicatedKeyValueStore {
     /// Makes local writes durable and, for a store attached to a hub, exchanges changes
     /// with it.
     ///
-    /// Local writes are durable as soon as `set` returns, so only syncing remains. With a
+    /// Local writes are durable as soon as `set` returns, so only syncing remains. First,
+    /// what other processes or store objects wrote to the same storage is taken and
+    /// reported (``refresh()``). With a
     /// transport that answers at once (an ``InMemoryHub``) the exchange happens before this
     /// returns. With any other transport (a network) this schedules a ``sync()`` in the
     /// background and returns at once, as Apple's store only tells iCloud that changes are

@@ -23,6 +23,10 @@ public final class ReplicatedKeyValueStore: Sendable {
     public let physicalClock: any PhysicalClock
 
     let state: Mutex<State>
+    /// The storage's sequence number this object has seen (see ``Storage/write(since:_:)``).
+    /// Held for the whole of a write, so this object's writes go one at a time, while
+    /// readers only ever wait for ``state``.
+    let storageSequence: Mutex<UInt64>
     let observers = Mutex(Observers())
     /// The transport to the hub, for stores created with one (see the sync layer).
     let transport: (any SyncTransport)?
@@ -92,7 +96,13 @@ public final class ReplicatedKeyValueStore: Sendable {
         replicaID: ReplicaID, storage: any Storage, quota: Quota, policies: MergePolicies,
         clock: any PhysicalClock, transport: (any SyncTransport)?, account: AccountID = .default
     ) throws(ConvergeError) {
-        let stored = try storage.load() ?? StoredState()
+        let loaded = try storage.catchUp(since: nil)
+        var stored = StoredState()
+        switch loaded.update {
+        case nil: break
+        case .replaceAll(let state)?: stored = state
+        case .change(let change)?: stored.apply(change)
+        }
         self.replicaID = replicaID
         self.quota = quota
         self.storage = storage
@@ -103,6 +113,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         // the storage holds (a storage written by another tool may have recorded less).
         var clock = HybridLogicalClock(latest: stored.clock)
         for siblings in stored.map.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
+        storageSequence = Mutex(loaded.sequence)
         state = Mutex(State(map: stored.map, clock: clock,
                             policies: policies, metadata: stored.metadata, account: account,
                             hubMachine: DeviceSyncMachine(device: replicaID, account: account),
@@ -118,19 +129,19 @@ public final class ReplicatedKeyValueStore: Sendable {
     ///   unchanged.
     /// - Complexity: O(*v*) in the size of the values involved, plus the storage's cost.
     public func setValue(_ value: Value?, forKey key: String) throws(ConvergeError) {
-        try state.withLock { (state: inout State) throws(ConvergeError) in
+        try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             try quota.check(writing: value, forKey: key, in: state.map)
-            if value == nil && state.brokenRemoves { return }
+            if value == nil && state.brokenRemoves { return WritePlan(result: ()) }
             var clock = state.clock
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
-            guard let sibling = state.map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else { return }
-            // Durable first: if the storage refuses, memory is untouched.
+            // The counter comes from the state just caught up inside the write transaction,
+            // so no other writer of the storage can have issued it.
+            guard let sibling = state.map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else {
+                return WritePlan(result: ())
+            }
             var context = state.map.context
             context.raise(replicaID, to: sibling.dot.counter)
-            try storage.save(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp))
-            state.map.commitWrite(sibling, forKey: key)
-            state.clock = clock
-            state._checkInvariants()
+            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp)), result: ())
         }
     }
 
@@ -140,7 +151,7 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// - Throws: What ``setValue(_:forKey:)`` throws for any key, checked in order against
     ///   the quota as the batch grows; the store is then unchanged (no key is written).
     public func setValues(_ changes: [(key: String, value: Value?)]) throws(ConvergeError) {
-        try state.withLock { (state: inout State) throws(ConvergeError) in
+        try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             var map = state.map
             var clock = state.clock
             var written: [String: [Sibling]] = [:]
@@ -151,11 +162,8 @@ public final class ReplicatedKeyValueStore: Sendable {
                 map.commitWrite(sibling, forKey: key)
                 written[key] = [sibling]
             }
-            guard !written.isEmpty else { return }
-            try storage.save(StorageChange(entries: written, context: map.context, clock: clock.latest))
-            state.map = map
-            state.clock = clock
-            state._checkInvariants()
+            guard !written.isEmpty else { return WritePlan(result: ()) }
+            return WritePlan(update: .change(StorageChange(entries: written, context: map.context, clock: clock.latest)), result: ())
         }
     }
 
@@ -243,11 +251,12 @@ public final class ReplicatedKeyValueStore: Sendable {
     ///   storage's error; the store is then unchanged.
     @discardableResult
     public func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason = .serverChange) throws(ConvergeError) -> [String] {
-        let outcome = try state.withLock { (state: inout State) throws(ConvergeError) -> MergeOutcome in
-            try mergeLocked(delta, reason: reason, into: &state)
+        try performWrite { (state: State) throws(ConvergeError) -> WritePlan<[String]> in
+            var next = state
+            var change: StorageChange?
+            let outcome = try next.merge(delta, reason: reason, recording: &change)
+            return WritePlan(update: change.map { .change($0) }, events: outcome.events, result: outcome.visibleChanges)
         }
-        emit(outcome.events)
-        return outcome.visibleChanges
     }
 
     /// What a merge changed: the keys whose visible values changed, and the events to emit
@@ -257,51 +266,23 @@ public final class ReplicatedKeyValueStore: Sendable {
         var events: [StoreEvent] = []
     }
 
-    /// Merges `delta` with the lock held.
-    func mergeLocked(_ delta: ReplicatedMap.Delta, reason: ChangeReason, into state: inout State) throws(ConvergeError) -> MergeOutcome {
-        // A delta built in this process (not decoded, which checks it) could hold siblings its
-        // context does not cover; joined, they would break the state and travel on to every
-        // replica. Refuse it instead.
-        try ReplicatedMap.validate(entries: delta.entries, context: delta.context)
-        var next = state.map
-        let changed = next.apply(delta)
-        return try commitLocked(next, changedKeys: changed, observing: delta.entries, reason: reason, into: &state)
-    }
-
-    /// Joins a whole state (dropping what it has seen and no longer has), with the lock held.
-    func joinLocked(_ other: ReplicatedMap, reason: ChangeReason, into state: inout State) throws(ConvergeError) -> MergeOutcome {
-        var next = state.map
-        let changed = next.join(other)
-        return try commitLocked(next, changedKeys: changed, observing: other.entries, reason: reason, into: &state)
-    }
-
-    /// Saves a merged state durably, then puts it in place and advances the clock past
-    /// every timestamp received. If the storage refuses, nothing changes.
-    private func commitLocked(_ next: ReplicatedMap, changedKeys: [String], observing received: [String: [Sibling]],
-                              reason: ChangeReason, into state: inout State) throws(ConvergeError) -> MergeOutcome {
-        var clock = state.clock
-        for siblings in received.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
-        if changedKeys.isEmpty && next.context == state.map.context && clock == state.clock { return MergeOutcome() }
-        var entries: [String: [Sibling]] = [:]
-        for key in changedKeys { entries[key] = next.siblings(forKey: key) }
-        try storage.save(StorageChange(entries: entries, context: next.context, clock: clock.latest))
-        let previous = state.map
-        state.map = next
-        state.clock = clock
-        state._checkInvariants()
-        return Self.outcome(changedKeys: changedKeys, before: previous, after: next, policies: state.policies, reason: reason)
-    }
-
     /// The external change and conflicts a merge produced.
     static func outcome(changedKeys: [String], before: ReplicatedMap, after: ReplicatedMap, policies: MergePolicies, reason: ChangeReason) -> MergeOutcome {
+        outcome(changedKeys: changedKeys, before: { before.visibleValue(forKey: $0, policy: policies.policy(forKey: $0)) },
+                after: after, policies: policies, reason: reason)
+    }
+
+    /// The external change and conflicts a change produced, given the visible values before.
+    static func outcome(changedKeys: [String], before: (String) -> Value?, after: ReplicatedMap, policies: MergePolicies,
+                        reason: ChangeReason, reportingConflicts: Bool = true) -> MergeOutcome {
         var outcome = MergeOutcome()
         var conflicts: [StoreEvent] = []
         for key in changedKeys {
             let policy = policies.policy(forKey: key)
             let new = after.visibleValue(forKey: key, policy: policy)
-            if before.visibleValue(forKey: key, policy: policy) != new { outcome.visibleChanges.append(key) }
+            if before(key) != new { outcome.visibleChanges.append(key) }
             let siblings = after.siblings(forKey: key)
-            if siblings.count > 1 {
+            if reportingConflicts && siblings.count > 1 {
                 conflicts.append(.conflict(Conflict(key: key, siblings: siblings, winner: new)))
             }
         }

@@ -1,10 +1,18 @@
 /// Where a store keeps its durable local copy.
 ///
-/// A store calls its storage before it changes anything in memory: if ``save(_:)``
-/// throws, the write is refused and the store is unchanged. An implementation must make
-/// each ``save(_:)`` atomic (all of it or none of it, across a crash) and durable once it
-/// returns. Implementations: ``InMemoryStorage`` here; a simulated disk in
-/// `ConvergeSimulation`; SQLite in `ConvergeSQLite`.
+/// A store calls its storage before it changes anything in memory: if a write throws, the
+/// write is refused and the store is unchanged. An implementation must make each write
+/// atomic (all of it or none of it, across a crash) and durable once it returns.
+/// Implementations: ``InMemoryStorage`` here; a simulated disk in `ConvergeSimulation`;
+/// SQLite in `ConvergeSQLite`.
+///
+/// **Several writers.** Several store objects (in one process or in several) may share
+/// one storage, as an app and its widget share a file. Each store writes through
+/// ``write(since:_:)``: one exclusive transaction in which it first takes what the others
+/// committed since it last looked (a ``StorageCatchUp``), then plans its own change on top
+/// of it, so a counter is never issued twice and no writer rolls back another. Storages
+/// that only ever have one writer (the simulated disk, a test double) get both members
+/// from a default implementation over ``load()``, ``save(_:)`` and ``replaceAll(with:)``.
 public protocol Storage: AnyObject, Sendable {
     /// Reads everything stored, or `nil` if nothing ever was.
     ///
@@ -17,6 +25,67 @@ public protocol Storage: AnyObject, Sendable {
 
     /// Replaces everything stored (an account switch or a full-state sync), atomically.
     func replaceAll(with state: StoredState) throws(ConvergeError)
+
+    /// What other writers committed since the storage's sequence number `seen` (everything
+    /// stored if `seen` is `nil`), read as one consistent snapshot.
+    ///
+    /// - Throws: As ``load()``.
+    func catchUp(since seen: UInt64?) throws(ConvergeError) -> StorageCatchUp
+
+    /// Runs one exclusive write: `body` gets what others committed since `seen` and returns
+    /// the update to record on top of it (or `nil` for none); the update is committed
+    /// atomically and durably before this returns. No other writer of the same storage
+    /// commits in between.
+    ///
+    /// - Returns: The storage's sequence number after the write: what the caller has now
+    ///   seen.
+    /// - Throws: What `body` throws, or the storage's error; nothing is recorded then (what
+    ///   `body` was given was committed by others and stays true).
+    func write(since seen: UInt64?, _ body: (StorageCatchUp) throws(ConvergeError) -> StorageUpdate?) throws(ConvergeError) -> UInt64
+}
+
+extension Storage {
+    /// For a storage with one writer: everything stored when `seen` is `nil`, and nothing
+    /// new afterwards. Its sequence number is always 0.
+    public func catchUp(since seen: UInt64?) throws(ConvergeError) -> StorageCatchUp {
+        guard seen == nil, let stored = try load() else { return StorageCatchUp(sequence: 0, update: nil) }
+        return StorageCatchUp(sequence: 0, update: .replaceAll(stored))
+    }
+
+    /// For a storage with one writer: `body` gets ``catchUp(since:)`` and its update is
+    /// saved with ``save(_:)`` or ``replaceAll(with:)``.
+    public func write(since seen: UInt64?, _ body: (StorageCatchUp) throws(ConvergeError) -> StorageUpdate?) throws(ConvergeError) -> UInt64 {
+        let caughtUp = try catchUp(since: seen)
+        switch try body(caughtUp) {
+        case nil: break
+        case .change(let change)?: try save(change)
+        case .replaceAll(let state)?: try replaceAll(with: state)
+        }
+        return caughtUp.sequence
+    }
+}
+
+/// What one write records: a change of some keys, or a whole new state.
+public enum StorageUpdate: Hashable, Sendable {
+    /// Some keys, the context, the clock and some metadata records change.
+    case change(StorageChange)
+    /// Everything is replaced (an account switch, or a full reload of a storage that was
+    /// rewritten).
+    case replaceAll(StoredState)
+}
+
+/// What a storage's other writers committed since a reader last looked.
+public struct StorageCatchUp: Hashable, Sendable {
+    /// The storage's sequence number the reader has seen once it takes ``update``.
+    public var sequence: UInt64
+    /// What changed, or `nil` if nothing did.
+    public var update: StorageUpdate?
+
+    /// Creates a catch-up.
+    public init(sequence: UInt64, update: StorageUpdate?) {
+        self.sequence = sequence
+        self.update = update
+    }
 }
 
 /// Everything a store persists.
@@ -55,5 +124,18 @@ public struct StorageChange: Hashable, Sendable {
         self.context = context
         self.clock = clock
         self.metadata = metadata
+    }
+
+    /// Applies `later`, recorded after this change, so that one change does both.
+    public mutating func append(_ later: StorageChange) {
+        entries.merge(later.entries) { _, new in new }
+        context = later.context
+        clock = later.clock
+        metadata.merge(later.metadata) { _, new in new }
+    }
+
+    /// Whether the change deletes a key or a metadata record.
+    public var deletesAnything: Bool {
+        entries.values.contains { $0.isEmpty } || metadata.values.contains { $0 == nil }
     }
 }

@@ -142,8 +142,13 @@ package final class SQLiteConnection {
     }
 
     /// Runs `body` in one transaction: committed if it returns, rolled back if it throws.
-    package func transaction<T>(_ body: () throws(ConvergeError) -> T) throws(ConvergeError) -> T {
-        try execute("BEGIN IMMEDIATE")
+    ///
+    /// - Parameter writing: Whether `body` writes: the transaction then takes the file's
+    ///   write lock at once (`BEGIN IMMEDIATE`), so what `body` reads is the latest state and
+    ///   no other connection commits until it ends. A reading transaction (`BEGIN`) sees
+    ///   one consistent snapshot and never blocks writers.
+    package func transaction<T>(writing: Bool = true, _ body: () throws(ConvergeError) -> T) throws(ConvergeError) -> T {
+        try execute(writing ? "BEGIN IMMEDIATE" : "BEGIN", doing: writing ? .write : .read)
         do {
             let result = try body()
             try execute("COMMIT")

@@ -7,6 +7,14 @@ import Synchronization
 /// save (so a write the store reports as done survives `kill -9` and power loss), a schema
 /// version with migrations from the first version on, and an integrity check at open.
 ///
+/// Any number of processes and `SQLiteStorage` objects may open one file and write it at
+/// once. Every write transaction advances a sequence number kept in the file and stamps
+/// the rows it writes with it, so a writer catches up with exactly the rows others wrote
+/// since it last looked (``catchUp(since:)``), inside its own exclusive transaction
+/// (``write(since:_:)``: `BEGIN IMMEDIATE`). A deletion or a rewrite of the whole state
+/// (an account switch) makes the others reload everything instead. Creating a new file is
+/// one transaction too: processes that create the same file at once all open one store.
+///
 /// A file that is not a Converge store (another program's database, a truncated or
 /// corrupt file) is refused at open with an error naming the path; it is never
 /// overwritten or reset.
@@ -18,7 +26,7 @@ public final class SQLiteStorage: Storage {
     /// Marks a database as a Converge store (`PRAGMA application_id`): "Cvg1".
     static let applicationID: Int64 = 0x4376_6731
     /// The schema version this build writes; older files are migrated at open.
-    public static let schemaVersion: Int64 = 1
+    public static let schemaVersion: Int64 = 2
 
     /// Migrations: the statements that take a file from version `index` to `index + 1`.
     static let migrations: [[String]] = [
@@ -26,6 +34,14 @@ public final class SQLiteStorage: Storage {
             "CREATE TABLE entries (key TEXT PRIMARY KEY NOT NULL, siblings BLOB NOT NULL) WITHOUT ROWID",
             "CREATE TABLE state (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID",
             "CREATE TABLE metadata (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) WITHOUT ROWID",
+        ],
+        // Version 2: several writers. `seq` is the sequence number of the write that last
+        // wrote a row; the state rows "sequence" and "rewritten" (absent means 0) hold the
+        // latest write's number and that of the latest write that deleted or replaced rows.
+        [
+            "ALTER TABLE entries ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
+            "ALTER TABLE metadata ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX entries_by_seq ON entries (seq)",
         ],
     ]
 
@@ -41,8 +57,11 @@ public final class SQLiteStorage: Storage {
         try Self.checkHeader(path)
         let connection = try SQLiteConnection(path: path)
         // Identify before changing anything: a foreign database must stay untouched.
-        let applicationID = try connection.execute("PRAGMA application_id", doing: .read).first?.first?.integer ?? 0
-        let objects = try connection.execute("SELECT count(*) FROM sqlite_master", doing: .read).first?.first?.integer ?? 0
+        // Both read from one snapshot: another process may be creating the file right now.
+        let (applicationID, objects) = try connection.transaction(writing: false) { () throws(ConvergeError) -> (Int64, Int64) in
+            (try connection.execute("PRAGMA application_id", doing: .read).first?.first?.integer ?? 0,
+             try connection.execute("SELECT count(*) FROM sqlite_master", doing: .read).first?.first?.integer ?? 0)
+        }
         if applicationID != Self.applicationID && (applicationID != 0 || objects != 0) {
             throw .storage(.foreignStore, path: path, operation: .open)
         }
@@ -60,6 +79,10 @@ public final class SQLiteStorage: Storage {
         try connection.execute("PRAGMA synchronous=FULL")
         if version < Self.schemaVersion {
             try connection.transaction { () throws(ConvergeError) in
+                // Another process may have created or migrated the file since it was read
+                // above: read again under the write lock, so it happens exactly once.
+                let version = try connection.execute("PRAGMA user_version", doing: .read).first?.first?.integer ?? 0
+                guard version < Self.schemaVersion else { return }
                 for step in Int(version)..<Int(Self.schemaVersion) {
                     for statement in Self.migrations[step] { try connection.execute(statement) }
                 }
@@ -121,60 +144,158 @@ public final class SQLiteStorage: Storage {
 
     public func load() throws(ConvergeError) -> StoredState? {
         try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> StoredState? in
-            let stateRows = try db.execute("SELECT name, value FROM state", doing: .read)
-            guard !stateRows.isEmpty else { return nil }
-            var context = VersionVector()
-            var clock = HybridTimestamp.zero
-            for row in stateRows {
-                guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a state row is not text and bytes") }
-                var reader = BinaryReader(bytes)
-                switch name {
-                case "context":
-                    context = try decoding("the context") { () throws(ConvergeError) in try VersionVector(from: &reader) }
-                case "clock":
-                    clock = try decoding("the clock") { () throws(ConvergeError) in
-                        HybridTimestamp(wallMilliseconds: try reader.readVarint(), logical: UInt32(truncatingIfNeeded: try reader.readVarint()))
-                    }
-                default: throw corrupt("unknown state row \"\(name)\"")
-                }
-            }
-            var entries: [String: [Sibling]] = [:]
-            for row in try db.execute("SELECT key, siblings FROM entries", doing: .read) {
-                guard let key = row[0].text, let bytes = row[1].blob else { throw corrupt("an entry is not text and bytes") }
-                let delta = try decoding("the entry \"\(key)\"") { () throws(ConvergeError) in try ReplicatedMap.Delta(encoded: bytes) }
-                guard delta.entries.count == 1, let siblings = delta.entries[key] else { throw corrupt("the entry \"\(key)\" holds another key") }
-                entries[key] = siblings
-            }
-            var metadata: [String: [UInt8]] = [:]
-            for row in try db.execute("SELECT name, value FROM metadata", doing: .read) {
-                guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
-                metadata[name] = bytes
-            }
-            let map = try decoding("the stored state") { () throws(ConvergeError) in try ReplicatedMap(entries: entries, context: context) }
-            return StoredState(map: map, clock: clock, metadata: metadata)
+            try db.transaction(writing: false) { () throws(ConvergeError) -> StoredState? in try loadState(from: db) }
         }
     }
 
     public func save(_ change: StorageChange) throws(ConvergeError) {
-        try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) in
-            try db.transaction { () throws(ConvergeError) in try write(change, to: db) }
-        }
+        try commit(.change(change))
     }
 
     public func replaceAll(with state: StoredState) throws(ConvergeError) {
-        try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) in
-            try db.transaction { () throws(ConvergeError) in
-                try db.execute("DELETE FROM entries")
-                try db.execute("DELETE FROM metadata")
-                try write(StorageChange(entries: state.map.entries, context: state.map.context, clock: state.clock,
-                                        metadata: state.metadata.mapValues { $0 }), to: db)
+        try commit(.replaceAll(state))
+    }
+
+    public func catchUp(since seen: UInt64?) throws(ConvergeError) -> StorageCatchUp {
+        try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> StorageCatchUp in
+            try db.transaction(writing: false) { () throws(ConvergeError) -> StorageCatchUp in try catchUp(since: seen, in: db) }
+        }
+    }
+
+    public func write(since seen: UInt64?, _ body: (StorageCatchUp) throws(ConvergeError) -> StorageUpdate?) throws(ConvergeError) -> UInt64 {
+        try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> UInt64 in
+            try db.transaction { () throws(ConvergeError) -> UInt64 in
+                let caughtUp = try catchUp(since: seen, in: db)
+                guard let update = try body(caughtUp) else { return caughtUp.sequence }
+                let next = caughtUp.sequence + 1
+                try record(update, sequence: next, in: db)
+                return next
             }
         }
     }
 
-    /// Writes a change inside the caller's transaction, keys in byte order.
-    private func write(_ change: StorageChange, to db: SQLiteConnection) throws(ConvergeError) {
-        let insert = try db.prepare("INSERT OR REPLACE INTO entries (key, siblings) VALUES (?, ?)")
+    /// Records `update` as one write transaction of its own.
+    private func commit(_ update: StorageUpdate) throws(ConvergeError) {
+        try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) in
+            try db.transaction { () throws(ConvergeError) in
+                try record(update, sequence: try sequenceNumbers(in: db).sequence + 1, in: db)
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// The sequence number of the latest write, and of the latest write that deleted or
+    /// replaced rows (a reader that has not seen it must reload everything).
+    private func sequenceNumbers(in db: SQLiteConnection) throws(ConvergeError) -> (sequence: UInt64, rewritten: UInt64) {
+        var numbers: (sequence: UInt64, rewritten: UInt64) = (0, 0)
+        for row in try db.execute("SELECT name, value FROM state WHERE name IN ('sequence', 'rewritten')", doing: .read) {
+            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a state row is not text and bytes") }
+            var reader = BinaryReader(bytes)
+            let number = try decoding("the \(name) number") { () throws(ConvergeError) in try reader.readVarint() }
+            if name == "sequence" { numbers.sequence = number } else { numbers.rewritten = number }
+        }
+        return numbers
+    }
+
+    /// What others committed since `seen`, inside the caller's transaction: the rows
+    /// stamped after it, or everything if rows were deleted or replaced since (or if the
+    /// file went back, as a file replaced by an older copy does).
+    private func catchUp(since seen: UInt64?, in db: SQLiteConnection) throws(ConvergeError) -> StorageCatchUp {
+        let numbers = try sequenceNumbers(in: db)
+        if let seen, seen == numbers.sequence { return StorageCatchUp(sequence: seen, update: nil) }
+        guard let seen, seen < numbers.sequence, numbers.rewritten <= seen else {
+            return StorageCatchUp(sequence: numbers.sequence, update: try loadState(from: db).map { .replaceAll($0) })
+        }
+        let (context, clock) = try readContextAndClock(from: db)
+        var change = StorageChange(context: context, clock: clock)
+        for row in try db.execute("SELECT key, siblings FROM entries WHERE seq > ?", [.integer(Int64(bitPattern: seen))], doing: .read) {
+            let (key, siblings) = try decodeEntry(row)
+            change.entries[key] = siblings
+        }
+        for row in try db.execute("SELECT name, value FROM metadata WHERE seq > ?", [.integer(Int64(bitPattern: seen))], doing: .read) {
+            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
+            change.metadata[name] = bytes
+        }
+        return StorageCatchUp(sequence: numbers.sequence, update: .change(change))
+    }
+
+    /// The context and the clock, inside the caller's transaction.
+    private func readContextAndClock(from db: SQLiteConnection) throws(ConvergeError) -> (VersionVector, HybridTimestamp) {
+        var context = VersionVector()
+        var clock = HybridTimestamp.zero
+        for row in try db.execute("SELECT name, value FROM state WHERE name IN ('context', 'clock')", doing: .read) {
+            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a state row is not text and bytes") }
+            var reader = BinaryReader(bytes)
+            if name == "context" {
+                context = try decoding("the context") { () throws(ConvergeError) in try VersionVector(from: &reader) }
+            } else {
+                clock = try decoding("the clock") { () throws(ConvergeError) in
+                    HybridTimestamp(wallMilliseconds: try reader.readVarint(), logical: UInt32(truncatingIfNeeded: try reader.readVarint()))
+                }
+            }
+        }
+        return (context, clock)
+    }
+
+    /// One entry row: its key and siblings.
+    private func decodeEntry(_ row: [SQLiteConnection.Column]) throws(ConvergeError) -> (String, [Sibling]) {
+        guard let key = row[0].text, let bytes = row[1].blob else { throw corrupt("an entry is not text and bytes") }
+        let delta = try decoding("the entry \"\(key)\"") { () throws(ConvergeError) in try ReplicatedMap.Delta(encoded: bytes) }
+        guard delta.entries.count == 1, let siblings = delta.entries[key] else { throw corrupt("the entry \"\(key)\" holds another key") }
+        return (key, siblings)
+    }
+
+    /// Everything stored, or `nil` if nothing ever was, inside the caller's transaction.
+    private func loadState(from db: SQLiteConnection) throws(ConvergeError) -> StoredState? {
+        let stateRows = try db.execute("SELECT name FROM state", doing: .read)
+        guard !stateRows.isEmpty else { return nil }
+        for row in stateRows {
+            guard let name = row[0].text else { throw corrupt("a state row is not text and bytes") }
+            guard ["context", "clock", "sequence", "rewritten"].contains(name) else { throw corrupt("unknown state row \"\(name)\"") }
+        }
+        let (context, clock) = try readContextAndClock(from: db)
+        var entries: [String: [Sibling]] = [:]
+        for row in try db.execute("SELECT key, siblings FROM entries", doing: .read) {
+            let (key, siblings) = try decodeEntry(row)
+            entries[key] = siblings
+        }
+        var metadata: [String: [UInt8]] = [:]
+        for row in try db.execute("SELECT name, value FROM metadata", doing: .read) {
+            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
+            metadata[name] = bytes
+        }
+        let map = try decoding("the stored state") { () throws(ConvergeError) in try ReplicatedMap(entries: entries, context: context) }
+        return StoredState(map: map, clock: clock, metadata: metadata)
+    }
+
+    // MARK: Writing
+
+    /// Records `update` as write number `sequence`, inside the caller's transaction.
+    private func record(_ update: StorageUpdate, sequence: UInt64, in db: SQLiteConnection) throws(ConvergeError) {
+        let rewrites: Bool
+        switch update {
+        case .change(let change):
+            try write(change, sequence: sequence, to: db)
+            rewrites = change.deletesAnything
+        case .replaceAll(let state):
+            try db.execute("DELETE FROM entries")
+            try db.execute("DELETE FROM metadata")
+            try write(StorageChange(entries: state.map.entries, context: state.map.context, clock: state.clock,
+                                    metadata: state.metadata.mapValues { $0 }), sequence: sequence, to: db)
+            rewrites = true
+        }
+        var number = BinaryWriter()
+        number.writeVarint(sequence)
+        try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('sequence', ?)", [.blob(number.bytes)])
+        if rewrites { try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('rewritten', ?)", [.blob(number.bytes)]) }
+    }
+
+    /// Writes a change inside the caller's transaction, keys in byte order, stamping the
+    /// rows with `sequence`.
+    private func write(_ change: StorageChange, sequence: UInt64, to db: SQLiteConnection) throws(ConvergeError) {
+        let stamp = SQLiteConnection.Column.integer(Int64(bitPattern: sequence))
+        let insert = try db.prepare("INSERT OR REPLACE INTO entries (key, siblings, seq) VALUES (?, ?, ?)")
         let delete = try db.prepare("DELETE FROM entries WHERE key = ?")
         for key in change.entries.keys.sortedByUTF8() {
             let siblings = change.entries[key]!
@@ -184,7 +305,7 @@ public final class SQLiteStorage: Storage {
                 var context = VersionVector()
                 for sibling in siblings { context.raise(sibling.dot.replica, to: sibling.dot.counter) }
                 let bytes = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded()
-                try insert.run([.text(key), .blob(bytes)])
+                try insert.run([.text(key), .blob(bytes), stamp])
             }
         }
         var context = BinaryWriter()
@@ -196,7 +317,7 @@ public final class SQLiteStorage: Storage {
         try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('clock', ?)", [.blob(clock.bytes)])
         for name in change.metadata.keys.sortedByUTF8() {
             if let record = change.metadata[name]! {
-                try db.execute("INSERT OR REPLACE INTO metadata (name, value) VALUES (?, ?)", [.text(name), .blob(record)])
+                try db.execute("INSERT OR REPLACE INTO metadata (name, value, seq) VALUES (?, ?, ?)", [.text(name), .blob(record), stamp])
             } else {
                 try db.execute("DELETE FROM metadata WHERE name = ?", [.text(name)])
             }

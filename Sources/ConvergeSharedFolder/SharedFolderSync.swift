@@ -72,8 +72,11 @@ public struct SharedFolderSync: Sendable {
             throw .storage(.invalidName, path: files.describe([account.rawValue, store.replicaID.rawValue]), operation: .create,
                            detail: "\"\(name)\" cannot name a folder")
         }
+        // Publish what other writers of the store's storage (another process on the same
+        // file) wrote too, and tell the app of it.
+        report.changedKeys = try store.refresh()
         report.written = try publish(store, account: account)
-        var changed = Set<String>()
+        var changed = Set(report.changedKeys)
         for name in try files.names(in: [account.rawValue]).sortedByUTF8() where name != store.replicaID.rawValue {
             guard let replica = ReplicaID(name) else {
                 report.skipped.append("\(files.describe([account.rawValue, name])): not a replica folder")

@@ -85,20 +85,26 @@ func openStore(_ options: Options) throws(ToolError) -> ReplicatedKeyValueStore 
     }
     do {
         let storage = try SQLiteStorage(path: path)
-        let stored = try storage.load()
-        let recorded = stored?.metadata["replica-id"].flatMap { ReplicaID(String(decoding: $0, as: UTF8.self)) }
-        let replica: ReplicaID
-        if let recorded {
-            if let requested = options.replica, requested != recorded.rawValue {
-                throw ToolError.usage("this store is replica \(recorded); it cannot become \(requested)")
+        let requested = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        guard let requestedID = ReplicaID(requested) else {
+            throw ToolError.usage("invalid replica ID \"\(requested)\" (1-64 of A-Z a-z 0-9 . _ : @ -)")
+        }
+        // Record the replica ID inside one write transaction, so that processes opening a
+        // new store at once agree on one ID: the first records it, the others find it.
+        var recorded: ReplicaID?
+        _ = try storage.write(since: nil) { (catchUp: StorageCatchUp) throws(ConvergeError) -> StorageUpdate? in
+            var stored = StoredState()
+            if case .replaceAll(let state)? = catchUp.update { stored = state }
+            if let existing = stored.metadata["replica-id"].flatMap({ ReplicaID(String(decoding: $0, as: UTF8.self)) }) {
+                recorded = existing
+                return nil
             }
-            replica = recorded
-        } else {
-            let text = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-            guard let id = ReplicaID(text) else { throw ToolError.usage("invalid replica ID \"\(text)\" (1-64 of A-Z a-z 0-9 . _ : @ -)") }
-            replica = id
-            try storage.save(StorageChange(context: stored?.map.context ?? VersionVector(), clock: stored?.clock ?? .zero,
-                                           metadata: ["replica-id": Array(text.utf8)]))
+            recorded = requestedID
+            return .change(StorageChange(context: stored.map.context, clock: stored.clock, metadata: ["replica-id": Array(requested.utf8)]))
+        }
+        let replica = recorded ?? requestedID
+        if let asked = options.replica, asked != replica.rawValue {
+            throw ToolError.usage("this store is replica \(replica); it cannot become \(asked)")
         }
         let store = try ReplicatedKeyValueStore(replicaID: replica, storage: storage)
         if store.account != options.account { try store.switchAccount(to: options.account) }
@@ -180,6 +186,9 @@ func run(_ options: Options) throws(ToolError) {
         var previous = store.values
         var round = 0
         while count.map({ round < $0 }) ?? true {
+            // Other processes writing the same store (a `write` beside this `watch`) are seen
+            // here; syncing takes them too.
+            do { try store.refresh() } catch { throw .failed("\(error)") }
             if let folder = options.syncFolder {
                 do {
                     let report = try SharedFolderSync(folder: folder).synchronize(store)

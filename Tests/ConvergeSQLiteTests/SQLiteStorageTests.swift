@@ -80,7 +80,7 @@ struct SQLiteStorageTests {
         process.waitUntilExit()
         let failure = storageFailure { try SQLiteStorage(path: path) }
         #expect(failure?.kind == .newerSchema && failure?.path == path)
-        #expect(failure?.description == "cannot open \(path): written by a newer version of Converge (schema 99, this one reads up to 1)")
+        #expect(failure?.description == "cannot open \(path): written by a newer version of Converge (schema 99, this one reads up to \(SQLiteStorage.schemaVersion))")
     }
 
     @Test func sqliteResultCodesBecomeKindsYouCanMatch() {

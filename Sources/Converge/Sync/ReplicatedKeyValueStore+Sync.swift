@@ -77,7 +77,8 @@ extension ReplicatedKeyValueStore {
     /// values changed (`serverChange`, `initialSyncChange` for a device returning after
     /// retirement, `quotaViolationChange` for writes the hub superseded). Calling it
     /// concurrently is safe: each call is one exchange, and answers are idempotent. A store
-    /// created without a transport has nothing to exchange: it returns at once.
+    /// created without a transport has nothing to exchange: it only takes what other
+    /// writers of its storage wrote (``refresh()``).
     ///
     /// - Throws: What the transport throws (``ConvergeError/unreachable(_:)`` from an
     ///   ``InMemoryHub`` that is not reachable), ``ConvergeError/malformed(_:)`` for an
@@ -87,8 +88,14 @@ extension ReplicatedKeyValueStore {
     /// - Complexity: O(*n*) in the siblings of the store's state to compute a push, plus
     ///   the cost of applying the answer.
     public func sync() async throws {
-        guard let transport else { return }
+        guard let transport else {
+            try refresh()
+            return
+        }
         scheduledSyncs.withLock { $0.pending = false }
+        // Other writers of the storage (another process on the same file) may have written
+        // since this object looked: push their writes too, and tell the app of them.
+        try refresh()
         let (request, account) = try hubRequest()
         let answer = try await transport.exchange(request)
         try check(try receive(answer), answeringRequestOf: account)
@@ -97,8 +104,9 @@ extension ReplicatedKeyValueStore {
     /// What ``synchronize()`` does for a store with a transport: exchange before
     /// returning if the transport can answer at once, or else schedule a ``sync()``.
     func synchronizeThroughTransport() -> Bool {
-        guard let transport else { return true }
+        guard let transport else { return (try? refresh()) != nil }
         do {
+            try refresh()
             let (request, account) = try hubRequest()
             if let answer = try transport.exchangeImmediately(request) {
                 try check(try receive(answer), answeringRequestOf: account)
@@ -181,20 +189,22 @@ extension ReplicatedKeyValueStore {
     /// - Throws: The storage's error; the store is then unchanged.
     @discardableResult
     package func receive(_ message: SyncMessage) throws(ConvergeError) -> SyncReceipt {
-        let (events, receipt) = try state.withLock { (state: inout State) throws(ConvergeError) -> ([StoreEvent], SyncReceipt) in
-            // What a machine records is what the hub or a peer reported holding, which stays
-            // true if carrying out the actions fails: the next request or gossip, computed for
-            // it, is still correct. So the machines are not rolled back (nor copied).
+        try performWrite { (state: State) throws(ConvergeError) -> WritePlan<SyncReceipt> in
+            // The actions are carried out on a copy and committed in one storage transaction.
+            // The machines record what the hub or a peer reported, which stays true if the
+            // commit fails; they are kept only with it, which is safe too (a machine that
+            // remembers less only sends more).
+            var next = state
             let actions: [SyncAction]
             switch message {
-            case .reply, .upToDate: actions = state.hubMachine.receive(message)
-            case .gossip: actions = state.meshMachine.receive(message)
+            case .reply, .upToDate: actions = next.hubMachine.receive(message)
+            case .gossip: actions = next.meshMachine.receive(message)
             case .push, .poll: actions = [.ignore(.unexpected)]
             }
-            return try carryOut(actions, in: &state)
+            var change: StorageChange?
+            let (events, receipt) = try carryOut(actions, in: &next, recording: &change)
+            return WritePlan(update: change.map { .change($0) }, machines: (next.hubMachine, next.meshMachine), events: events, result: receipt)
         }
-        emit(events)
-        return receipt
     }
 
     /// The gossip for every reader of a broadcast medium (a shared folder) that holds
@@ -208,24 +218,25 @@ extension ReplicatedKeyValueStore {
 
     // MARK: Carrying out actions
 
-    /// Carries out a sync state machine's actions, in order, with the lock held: the one
-    /// place that changes a store because of what a hub or a peer sent.
+    /// Carries out a sync state machine's actions, in order, on a copy of the state: the
+    /// one place that changes a store because of what a hub or a peer sent. What they
+    /// change is recorded in `change`, which the store commits as one transaction.
     ///
-    /// - Returns: The events to emit once the lock is released, and what to tell the caller.
-    /// - Throws: The storage's error. Each action is durable before the next starts, so
-    ///   a failure leaves the store as the actions before it left it.
-    private func carryOut(_ actions: [SyncAction], in state: inout State) throws(ConvergeError) -> (events: [StoreEvent], receipt: SyncReceipt) {
+    /// - Returns: The events to emit once the change is in place, and what to tell the caller.
+    /// - Throws: ``ConvergeError/malformed(_:)`` for a delta that is not well formed.
+    private func carryOut(_ actions: [SyncAction], in state: inout State,
+                          recording change: inout StorageChange?) throws(ConvergeError) -> (events: [StoreEvent], receipt: SyncReceipt) {
         var events: [StoreEvent] = []
         var receipt = SyncReceipt()
         for action in actions {
             switch action {
             case .applyDelta(let delta):
-                let outcome = try mergeLocked(delta, reason: .serverChange, into: &state)
+                let outcome = try state.merge(delta, reason: .serverChange, recording: &change)
                 events += outcome.events
                 receipt.changedKeys += outcome.visibleChanges
             case .joinFullState(let delta):
-                let outcome = try joinLocked(ReplicatedMap(entries: delta.entries, context: delta.context),
-                                             reason: .initialSyncChange, into: &state)
+                let outcome = try state.join(ReplicatedMap(entries: delta.entries, context: delta.context),
+                                             reason: .initialSyncChange, recording: &change)
                 if outcome.visibleChanges.isEmpty {
                     // The app is told of the initial sync even when no visible value changed.
                     events.append(.externalChange(ExternalChange(reason: .initialSyncChange, keys: [])))
@@ -233,7 +244,7 @@ extension ReplicatedKeyValueStore {
                 events += outcome.events
                 receipt.changedKeys += outcome.visibleChanges
             case .collectTombstones(let frontier):
-                try collectTombstonesLocked(below: frontier, in: &state)
+                state.collectTombstones(below: frontier, recording: &change)
             case .reportRejectedKeys(let keys):
                 receipt.rejectedKeys += keys
                 events.append(.externalChange(ExternalChange(reason: .quotaViolationChange, keys: keys)))
@@ -244,16 +255,6 @@ extension ReplicatedKeyValueStore {
             }
         }
         return (events, receipt)
-    }
-
-    /// Drops tombstones below a stable frontier, durably, with the lock held.
-    func collectTombstonesLocked(below frontier: VersionVector, in state: inout State) throws(ConvergeError) {
-        let keys = state.map.collectableKeys(stableFrontier: frontier)
-        guard !keys.isEmpty else { return }
-        var entries: [String: [Sibling]] = [:]
-        for key in keys { entries[key] = [] }
-        try storage.save(StorageChange(entries: entries, context: state.map.context, clock: state.clock.latest))
-        state.map.collectTombstones(stableFrontier: frontier)
     }
 }
 

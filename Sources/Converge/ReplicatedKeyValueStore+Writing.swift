@@ -1,0 +1,199 @@
+/// Writing: every change a store makes goes through ``performWrite(_:)``, which is how
+/// several store objects (in one process or in several) share one storage without ever
+/// issuing a dot twice or rolling each other back.
+///
+/// One write, in order: this object's writer lock is taken (its writes go one at a time);
+/// the storage opens its exclusive write transaction and hands over what other writers
+/// committed since this object last looked; that catch-up is put in place and reported as
+/// external changes; the write is planned on the caught-up state (the next counter is
+/// read there, inside the transaction); the storage commits it; only then is it put in
+/// place in memory. The state lock is held only to catch up, to plan and to install,
+/// never while the storage syncs to disk, so readers on other threads do not wait for an
+/// fsync.
+extension ReplicatedKeyValueStore {
+    /// A planned write: what to record, and what to report once it is committed.
+    struct WritePlan<Result: Sendable>: Sendable {
+        /// What the storage records and memory then takes; `nil` changes nothing durable.
+        var update: StorageUpdate?
+        /// The sync machines after the write (they record what a hub or peers reported),
+        /// or `nil` to keep them.
+        var machines: (hub: DeviceSyncMachine, mesh: MeshSyncMachine)?
+        /// Events to emit once the write is in place.
+        var events: [StoreEvent] = []
+        /// What the write returns.
+        var result: Result
+    }
+
+    /// Carries out one write: catches up with the storage's other writers, plans the write
+    /// with `plan` on the caught-up state, commits it and puts it in place.
+    ///
+    /// - Parameter plan: Called with the state lock held, on a caught-up state it must not
+    ///   change (it plans on copies).
+    /// - Throws: What `plan` or the storage throws; this object's state then holds what
+    ///   other writers committed (reported as external changes) and nothing of this write.
+    @discardableResult
+    func performWrite<Result: Sendable>(_ plan: (State) throws(ConvergeError) -> WritePlan<Result>) throws(ConvergeError) -> Result {
+        var events: [StoreEvent] = []
+        defer { emit(events) }
+        return try storageSequence.withLock { (seen: inout UInt64) throws(ConvergeError) -> Result in
+            var planned: WritePlan<Result>?
+            var caughtUp = seen
+            do throws(ConvergeError) {
+                seen = try storage.write(since: seen) { (catchUp: StorageCatchUp) throws(ConvergeError) -> StorageUpdate? in
+                    caughtUp = catchUp.sequence
+                    if let update = catchUp.update {
+                        events += state.withLock { $0.takeCatchUp(update) }.events
+                    }
+                    let plan = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
+                    planned = plan
+                    return plan.update
+                }
+            } catch {
+                seen = caughtUp
+                throw error
+            }
+            guard let planned else { return try unreachable() }
+            state.withLock { state in
+                if let update = planned.update { state.install(update) }
+                if let machines = planned.machines {
+                    state.hubMachine = machines.hub
+                    state.meshMachine = machines.mesh
+                }
+                state._checkInvariants()
+            }
+            events += planned.events
+            return planned.result
+        }
+    }
+
+    /// A storage that returns from a write without calling its body breaks its contract.
+    private func unreachable<T>() throws(ConvergeError) -> T {
+        throw .storage(.other, path: "\(type(of: storage))", operation: .write, detail: "the storage committed a write without planning it")
+    }
+
+    /// Takes what other processes or store objects sharing this store's storage wrote
+    /// since this object last looked, and reports it: `didChangeExternallyNotification`
+    /// with ``ChangeReason/serverChange`` for the keys whose visible values changed (as
+    /// `UserDefaults` tells one process of another's writes), ``ChangeReason/accountChange``
+    /// if another writer switched accounts, and conflicts.
+    ///
+    /// Every write, ``sync()`` and ``synchronize()`` does this first; call it to notice
+    /// other writers' changes without writing (a widget waking up, a `watch` loop).
+    ///
+    /// - Returns: The keys whose visible values changed, in UTF-8 byte order.
+    /// - Throws: The storage's error; the store is then unchanged.
+    /// - Complexity: O(1) when nothing changed; otherwise O(*k*) in the keys changed (all
+    ///   keys for a storage that was rewritten, such as an account switch).
+    @discardableResult
+    public func refresh() throws(ConvergeError) -> [String] {
+        var outcome = MergeOutcome()
+        defer { emit(outcome.events) }
+        try storageSequence.withLock { (seen: inout UInt64) throws(ConvergeError) in
+            let catchUp = try storage.catchUp(since: seen)
+            seen = catchUp.sequence
+            guard let update = catchUp.update else { return }
+            outcome = state.withLock { $0.takeCatchUp(update) }
+        }
+        return outcome.visibleChanges
+    }
+}
+
+extension ReplicatedKeyValueStore.State {
+    /// Puts in place an update the storage committed (this object's own write, or another
+    /// writer's), advancing the clock past every timestamp it holds and following an
+    /// account switch recorded in it.
+    mutating func install(_ update: StorageUpdate) {
+        switch update {
+        case .change(let change):
+            map.replaceEntries(change.entries, context: change.context)
+            clock.observe(change.clock)
+            for siblings in change.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
+            for (name, record) in change.metadata { metadata[name] = record }
+        case .replaceAll(let stored):
+            map = stored.map
+            clock.observe(stored.clock)
+            for siblings in stored.map.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
+            metadata = stored.metadata
+        }
+        let recorded = metadata[ReplicatedKeyValueStore.currentAccountKey]
+            .flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? account
+        if recorded != account {
+            account = recorded
+            hubMachine.switchAccount(to: recorded)
+            meshMachine.switchAccount(to: recorded)
+        }
+    }
+
+    /// Puts in place what other writers committed, and says what the app must be told.
+    mutating func takeCatchUp(_ update: StorageUpdate) -> ReplicatedKeyValueStore.MergeOutcome {
+        let previousAccount = account
+        let keys: [String]
+        switch update {
+        case .change(let change): keys = change.entries.keys.sortedByUTF8()
+        case .replaceAll(let stored): keys = Set(map.entries.keys).union(stored.map.entries.keys).sortedByUTF8()
+        }
+        var before: [String: Value] = [:]
+        for key in keys { before[key] = map.visibleValue(forKey: key, policy: policies.policy(forKey: key)) }
+        install(update)
+        let reason: ChangeReason = account == previousAccount ? .serverChange : .accountChange
+        return ReplicatedKeyValueStore.outcome(changedKeys: keys, before: { before[$0] }, after: map, policies: policies,
+                                               reason: reason, reportingConflicts: reason != .accountChange)
+    }
+}
+
+/// Changes planned on a scratch copy of the state (a merge, a sync message's actions):
+/// each puts its result in the copy and records what the storage must commit.
+extension ReplicatedKeyValueStore.State {
+    /// Merges `delta`, recording the change after `change`.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed; nothing
+    ///   changes then.
+    mutating func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason,
+                        recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
+        // A delta built in this process (not decoded, which checks it) could hold siblings its
+        // context does not cover; joined, they would break the state and travel on to every
+        // replica. Refuse it instead.
+        try ReplicatedMap.validate(entries: delta.entries, context: delta.context)
+        var next = map
+        let changed = next.apply(delta)
+        return commit(next, changedKeys: changed, observing: delta.entries, reason: reason, recording: &change)
+    }
+
+    /// Joins a whole state (dropping what it has seen and no longer has), recording the
+    /// change after `change`.
+    mutating func join(_ other: ReplicatedMap, reason: ChangeReason,
+                       recording change: inout StorageChange?) -> ReplicatedKeyValueStore.MergeOutcome {
+        var next = map
+        let changed = next.join(other)
+        return commit(next, changedKeys: changed, observing: other.entries, reason: reason, recording: &change)
+    }
+
+    /// Drops tombstones below a stable frontier, recording the change after `change`.
+    mutating func collectTombstones(below frontier: VersionVector, recording change: inout StorageChange?) {
+        let keys = map.collectableKeys(stableFrontier: frontier)
+        guard !keys.isEmpty else { return }
+        var entries: [String: [Sibling]] = [:]
+        for key in keys { entries[key] = [] }
+        map.collectTombstones(stableFrontier: frontier)
+        Self.record(StorageChange(entries: entries, context: map.context, clock: clock.latest), after: &change)
+    }
+
+    /// Puts a merged state in place and advances the clock past every timestamp received.
+    private mutating func commit(_ next: ReplicatedMap, changedKeys: [String], observing received: [String: [Sibling]],
+                                 reason: ChangeReason, recording change: inout StorageChange?) -> ReplicatedKeyValueStore.MergeOutcome {
+        var nextClock = clock
+        for siblings in received.values { for sibling in siblings { nextClock.observe(sibling.timestamp) } }
+        if changedKeys.isEmpty && next.context == map.context && nextClock == clock { return ReplicatedKeyValueStore.MergeOutcome() }
+        var entries: [String: [Sibling]] = [:]
+        for key in changedKeys { entries[key] = next.siblings(forKey: key) }
+        Self.record(StorageChange(entries: entries, context: next.context, clock: nextClock.latest), after: &change)
+        let previous = map
+        map = next
+        clock = nextClock
+        return ReplicatedKeyValueStore.outcome(changedKeys: changedKeys, before: previous, after: next, policies: policies, reason: reason)
+    }
+
+    private static func record(_ later: StorageChange, after change: inout StorageChange?) {
+        if change == nil { change = later } else { change!.append(later) }
+    }
+}
