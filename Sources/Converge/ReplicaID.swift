@@ -4,7 +4,8 @@
 /// same deterministic tie-break. They are restricted to ASCII letters, digits and
 /// `. _ : @ -`, between 1 and ``maximumLengthBytes`` bytes: that keeps them free of
 /// Unicode normalisation ambiguities (two spellings that Swift's `String` considers
-/// equal but that encode differently) and safe to use in file names.
+/// equal but that encode differently) and safe to use in file names. The writer ID of a
+/// replica's later incarnation adds `~n` (``incarnation(_:)``).
 public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The longest replica ID accepted, in UTF-8 bytes.
     public static let maximumLengthBytes = 64
@@ -25,8 +26,40 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
         self.rawValue = rawValue
     }
 
-    /// Whether `text` is a valid replica ID.
+    /// Whether `text` is a valid replica ID: a base ID, or a writer ID of a later
+    /// incarnation (see ``incarnation(_:)``).
     public static func isValid(_ text: String) -> Bool {
+        guard let tilde = text.utf8.lastIndex(of: UInt8(ascii: "~")) else { return isValidBase(text) }
+        let base = String(text[..<tilde]), suffix = text[text.index(after: tilde)...]
+        guard isValidBase(base), (1...20).contains(suffix.utf8.count), suffix.utf8.first != UInt8(ascii: "0"),
+              suffix.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              let number = UInt64(suffix), number >= 2 else { return false }
+        return true
+    }
+
+    /// The writer ID of `incarnation` of this replica: its dots after it found that its
+    /// counters had been reused (a store restored from a backup, copied or recreated).
+    /// Incarnation 1 writes as the replica ID itself; incarnation *n* ≥ 2 as `ID~n`, which
+    /// no replica ID chosen by a user can spell (a base ID has no `~`).
+    ///
+    /// - Precondition: This is a base ID (``isBase``) and `incarnation` ≥ 1.
+    public func incarnation(_ incarnation: UInt64) -> ReplicaID {
+        precondition(isBase && incarnation >= 1, "incarnation \(incarnation) of \(rawValue)")
+        return incarnation == 1 ? self : ReplicaID(uncheckedRawValue: rawValue + "~" + String(incarnation))
+    }
+
+    /// Whether this is a replica ID a user chose (no `~n` incarnation suffix).
+    public var isBase: Bool { !rawValue.utf8.contains(UInt8(ascii: "~")) }
+
+    /// The replica ID this writer ID is an incarnation of (itself for a base ID).
+    public var base: ReplicaID {
+        guard let tilde = rawValue.utf8.lastIndex(of: UInt8(ascii: "~")) else { return self }
+        return ReplicaID(uncheckedRawValue: String(rawValue[..<tilde]))
+    }
+
+    private init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
+
+    private static func isValidBase(_ text: String) -> Bool {
         let bytes = text.utf8
         guard !bytes.isEmpty, bytes.count <= maximumLengthBytes else { return false }
         return bytes.allSatisfy { byte in

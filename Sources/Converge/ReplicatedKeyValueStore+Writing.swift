@@ -54,11 +54,12 @@ extension ReplicatedKeyValueStore {
             }
             guard let planned else { return try unreachable() }
             state.withLock { state in
-                if let update = planned.update { state.install(update) }
                 if let machines = planned.machines {
                     state.hubMachine = machines.hub
                     state.meshMachine = machines.mesh
                 }
+                // After the machines: an update that starts a new incarnation replaces the hub's.
+                if let update = planned.update { state.install(update) }
                 state._checkInvariants()
             }
             events += planned.events
@@ -114,6 +115,15 @@ extension ReplicatedKeyValueStore.State {
             clock.observe(stored.clock)
             for siblings in stored.map.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
             metadata = stored.metadata
+        }
+        // A new incarnation recorded by this object or another writer of the storage.
+        let writer = writerID.base.incarnation(ReplicatedKeyValueStore.incarnation(in: metadata))
+        if writer != writerID {
+            writerID = writer
+            // A new incarnation is a new device to the hub: a clone of this store that kept
+            // the old one syncs as another member, so the hub never answers one copy for
+            // what the other acknowledged.
+            hubMachine = DeviceSyncMachine(device: writer, account: hubMachine.account)
         }
         let recorded = metadata[ReplicatedKeyValueStore.currentAccountKey]
             .flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? account

@@ -46,6 +46,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         var hubMachine: DeviceSyncMachine
         /// The device side of the mesh topology: what each peer reported.
         var meshMachine: MeshSyncMachine
+        /// The ID this replica's writes are stamped with: its incarnation's (see
+        /// ``ReplicaID/incarnation(_:)``), recorded in the metadata.
+        var writerID: ReplicaID
         /// Deliberately broken behaviours for the simulator's checkers (see ``_removesAreNoOps``).
         var brokenRemoves = false
         var brokenAccountSwitch = false
@@ -116,8 +119,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         storageSequence = Mutex(loaded.sequence)
         state = Mutex(State(map: stored.map, clock: clock,
                             policies: policies, metadata: stored.metadata, account: account,
-                            hubMachine: DeviceSyncMachine(device: replicaID, account: account),
-                            meshMachine: MeshSyncMachine(device: replicaID, account: account)))
+                            hubMachine: DeviceSyncMachine(device: replicaID.incarnation(Self.incarnation(in: stored.metadata)), account: account),
+                            meshMachine: MeshSyncMachine(device: replicaID, account: account),
+                            writerID: replicaID.incarnation(Self.incarnation(in: stored.metadata))))
     }
 
     // MARK: Local writes
@@ -136,11 +140,11 @@ public final class ReplicatedKeyValueStore: Sendable {
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
             // The counter comes from the state just caught up inside the write transaction,
             // so no other writer of the storage can have issued it.
-            guard let sibling = state.map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else {
+            guard let sibling = state.map.plannedWrite(value, forKey: key, replica: state.writerID, timestamp: timestamp) else {
                 return WritePlan(result: ())
             }
             var context = state.map.context
-            context.raise(replicaID, to: sibling.dot.counter)
+            context.raise(state.writerID, to: sibling.dot.counter)
             return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp)), result: ())
         }
     }
@@ -158,7 +162,7 @@ public final class ReplicatedKeyValueStore: Sendable {
             for (key, value) in changes {
                 try quota.check(writing: value, forKey: key, in: map)
                 let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
-                guard let sibling = map.plannedWrite(value, forKey: key, replica: replicaID, timestamp: timestamp) else { continue }
+                guard let sibling = map.plannedWrite(value, forKey: key, replica: state.writerID, timestamp: timestamp) else { continue }
                 map.commitWrite(sibling, forKey: key)
                 written[key] = [sibling]
             }

@@ -110,8 +110,12 @@ public struct SharedFolderSync: Sendable {
            case .gossip(let gossip)? = try? SyncMessage(encoded: bytes), gossip.account == account, gossip.sender == store.replicaID {
             published = gossip.delta.context
         }
+        // The replica's own files knowing more of its writes than the store does prove its
+        // counters reused (the store was restored, copied or recreated): it starts a new
+        // incarnation, and publishes a snapshot under it.
+        let restarted = try published.map { known throws(ConvergeError) in try store.checkOwnHistory(known) } ?? false
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
-        let snapshot = published == nil || deltasSinceSnapshot >= compactionThreshold
+        let snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
         guard var gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
         if _guessesPublishedContext && !snapshot {
             gossip.delta = ReplicatedMap.Delta(entries: [:], context: gossip.delta.context)
@@ -183,7 +187,11 @@ public struct SharedFolderSync: Sendable {
             } catch {
                 return (taken, changed, ["\(files.describe(path)): \(error)"])
             }
-            changed += try store.receive(message).changedKeys
+            let receipt = try store.receive(message)
+            // The file proved this replica's counters reused and was not applied: read this
+            // replica again from its snapshot next time, under the new incarnation.
+            if receipt.startedIncarnation { break }
+            changed += receipt.changedKeys
             taken += 1
             expected = file.sequence + 1
         }

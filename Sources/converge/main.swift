@@ -86,7 +86,7 @@ func openStore(_ options: Options) throws(ToolError) -> ReplicatedKeyValueStore 
     do {
         let storage = try SQLiteStorage(path: path)
         let requested = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        guard let requestedID = ReplicaID(requested) else {
+        guard let requestedID = ReplicaID(requested), requestedID.isBase else {
             throw ToolError.usage("invalid replica ID \"\(requested)\" (1-64 of A-Z a-z 0-9 . _ : @ -)")
         }
         // Record the replica ID inside one write transaction, so that processes opening a

@@ -13,7 +13,7 @@ public struct MeshSyncMachine: Hashable, Sendable {
     public let device: ReplicaID
     /// The account the device syncs.
     public private(set) var account: AccountID
-    /// What each peer reported holding, by peer.
+    /// What each peer last reported holding, by peer.
     public private(set) var peerContexts: [ReplicaID: VersionVector] = [:]
 
     /// A machine that has heard from no peer yet: its first gossip to each is the device's
@@ -68,7 +68,10 @@ public struct MeshSyncMachine: Hashable, Sendable {
         guard case .gossip(let gossip) = message else { return [.ignore(.unexpected)] }
         guard gossip.account == account else { return [.ignore(.otherAccount(gossip.account))] }
         guard gossip.sender != device else { return [.ignore(.fromSelf)] }
-        peerContexts[gossip.sender, default: VersionVector()].formUnion(gossip.delta.context)
+        // The latest report, not the union of all: a peer's context shrinks for its own
+        // writer ID when it starts a new incarnation (a restored store), and a delta computed
+        // for more than it holds would miss what it lost. A stale report is always safe.
+        peerContexts[gossip.sender] = gossip.delta.context
         return gossip.wantsReply ? [.applyDelta(gossip.delta), .answer(peer: gossip.sender)] : [.applyDelta(gossip.delta)]
     }
 

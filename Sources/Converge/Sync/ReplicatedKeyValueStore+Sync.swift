@@ -201,7 +201,25 @@ extension ReplicatedKeyValueStore {
             case .gossip: actions = next.meshMachine.receive(message)
             case .push, .poll: actions = [.ignore(.unexpected)]
             }
+            // What the sender holds of this replica's writes: more than the store itself
+            // proves its counters were reused (a restored or copied store). The message was
+            // computed for the store's wrong context, so it is not applied; the store starts a
+            // new incarnation and the next exchange brings everything.
+            let known = actions.compactMap { action -> VersionVector? in
+                switch action {
+                case .applyDelta(let delta), .joinFullState(let delta): return delta.context
+                default: return nil
+                }
+            }
+            if known.contains(where: state.reusesCounters(given:)) {
+                var receipt = SyncReceipt()
+                receipt.startedIncarnation = true
+                return WritePlan(update: .replaceAll(try state.reincarnated()), machines: (next.hubMachine, next.meshMachine), result: receipt)
+            }
             var change: StorageChange?
+            if let acknowledgement = state.acknowledgement(from: known) {
+                change = StorageChange(context: state.map.context, clock: state.clock.latest, metadata: acknowledgement)
+            }
             let (events, receipt) = try carryOut(actions, in: &next, recording: &change)
             return WritePlan(update: change.map { .change($0) }, machines: (next.hubMachine, next.meshMachine), events: events, result: receipt)
         }
@@ -268,6 +286,9 @@ package struct SyncReceipt: Sendable {
     package var changedKeys: [String] = []
     /// The keys the hub superseded to keep the quota (reported to the app).
     package var rejectedKeys: [String] = []
+    /// The message proved this replica's counters reused: the store started a new
+    /// incarnation instead of applying it (see ``ReplicatedKeyValueStore/writerID``).
+    package var startedIncarnation = false
 
     package init() {}
 }
