@@ -102,6 +102,40 @@ enum StorageBenchmarks {
         ], goal: "throughput_ratio >= 0.9 (writes per second against raw SQLite's)", met: throughput >= 0.9)
     }
 
+    /// sqlite.write: single durable writes (one transaction and one fsync each) by one store
+    /// object, against the same writes alternating between two store objects on one file,
+    /// where every write first catches up with the other object's previous one (issue 11:
+    /// several writers on one file). Wall-clock: the disk's flush dominates.
+    static func singleWrites() -> BenchmarkResult {
+        let total = 400
+        func run(objects: Int) -> Timing {
+            var path = ""
+            return Measure.median(setUp: { () -> [ReplicatedKeyValueStore] in
+                if !path.isEmpty { remove(path) }
+                path = freshPath()
+                let storages = (0..<objects).map { _ in try! SQLiteStorage(path: path) }
+                return storages.map { try! ReplicatedKeyValueStore(replicaID: "bench", storage: $0, clock: ManualClock()) }
+            }) { stores in
+                for index in 0..<total { try! stores[index % objects].setValue(.integer(Int64(index)), forKey: "key-\(index % 100)") }
+            } check: { stores in
+                let reopened = try! ReplicatedKeyValueStore(replicaID: "bench", storage: SQLiteStorage(path: path))
+                precondition(reopened.replicatedState.context == VersionVector(["bench": UInt64(total)]) && reopened.values.count == 100,
+                             "a write was lost or a counter issued twice")
+                blackHole(stores)
+            }
+        }
+        let single = run(objects: 1), shared = run(objects: 2)
+        let ratio = shared.wallMilliseconds / single.wallMilliseconds
+        return BenchmarkResult(name: "sqlite.write", figures: [
+            ("writes", Double(total)),
+            ("writes_per_s", Double(total) / single.wallMilliseconds * 1_000),
+            ("two_objects_writes_per_s", Double(total) / shared.wallMilliseconds * 1_000),
+            ("cpu_us_per_write", single.cpuMilliseconds * 1_000 / Double(total)),
+            ("two_objects_cpu_us_per_write", shared.cpuMilliseconds * 1_000 / Double(total)),
+            ("two_objects_time_ratio", ratio),
+        ], goal: "two_objects_time_ratio <= 1.5 (catching up costs less than half a durable write)", met: ratio <= 1.5)
+    }
+
     /// sqlite.reopen: opening a full iCloud-sized store (1,024 keys, 1 MB of values).
     static func reopen() -> BenchmarkResult {
         let path = freshPath()

@@ -29,6 +29,7 @@ enum BenchmarkSuite {
     } + [
         Benchmark(name: "sqlite.batch", group: "sqlite", run: StorageBenchmarks.batchedWrites),
         Benchmark(name: "sqlite.reopen", group: "sqlite", run: StorageBenchmarks.reopen),
+        Benchmark(name: "sqlite.write", group: "sqlite", run: StorageBenchmarks.singleWrites),
         Benchmark(name: "simulation.run", group: "simulation", run: SimulationBenchmarks.run),
         Benchmark(name: "simulation.events", group: "simulation", run: SimulationBenchmarks.events),
         Benchmark(name: "simulation.sweep", group: "sweep", run: SimulationBenchmarks.sweep),
