@@ -11,11 +11,19 @@ package final class SQLiteConnection {
     /// SQLite's own destructor value telling it to copy bound bytes.
     fileprivate static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    package init(path: String, readOnly: Bool = false) throws(ConvergeError) {
+    /// - Parameter ignoringJournal: Opens the main file alone, read-only, as it is on disk
+    ///   (SQLite's `immutable=1`): without the `-wal` beside it.
+    package init(path: String, readOnly: Bool = false, ignoringJournal: Bool = false) throws(ConvergeError) {
         self.path = path
-        let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var flags = readOnly || ignoringJournal ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        var name = path
+        if ignoringJournal {
+            flags |= SQLITE_OPEN_URI
+            let escaped = path.addingPercentEncodingForURI()
+            name = "file:" + escaped + "?immutable=1"
+        }
         var db: OpaquePointer?
-        let code = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
+        let code = sqlite3_open_v2(name, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
         handle = db
         guard code == SQLITE_OK else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -27,6 +35,13 @@ package final class SQLiteConnection {
     }
 
     deinit { sqlite3_close(handle) }
+
+    /// Whether closing the connection checkpoints the WAL into the main file (SQLite's
+    /// default). Off while a store checks that the WAL belongs to its main file, so that a
+    /// foreign or stale `-wal` is never written into it.
+    package func setCheckpointOnClose(_ enabled: Bool) {
+        _ = converge_sqlite3_checkpoint_on_close(handle, enabled ? 1 : 0)
+    }
 
     /// The failure SQLite's result `code` describes (its primary code decides the kind, as
     /// GRDB's `ResultCode` does), naming the file and what was being done.
@@ -164,4 +179,20 @@ extension SQLiteConnection.Column {
     package var integer: Int64? { if case .integer(let v) = self { return v }; return nil }
     package var text: String? { if case .text(let v) = self { return v }; return nil }
     package var blob: [UInt8]? { if case .blob(let v) = self { return v }; return nil }
+}
+
+extension String {
+    /// The path as the path of a `file:` URI: `%`, `?` and `#` escaped, as SQLite reads it.
+    fileprivate func addingPercentEncodingForURI() -> String {
+        var result = ""
+        for character in unicodeScalars {
+            switch character {
+            case "%": result += "%25"
+            case "?": result += "%3f"
+            case "#": result += "%23"
+            default: result.unicodeScalars.append(character)
+            }
+        }
+        return result
+    }
 }

@@ -55,7 +55,11 @@ public final class SQLiteStorage: Storage {
     public init(path: String) throws(ConvergeError) {
         self.path = path
         try Self.checkHeader(path)
+        // What the main file holds on its own, before SQLite reads the -wal beside it.
+        let mainFileMark = Self.mainFileMark(path)
         let connection = try SQLiteConnection(path: path)
+        // Until the -wal is known to belong to this file, closing must not write it in.
+        connection.setCheckpointOnClose(false)
         // Identify before changing anything: a foreign database must stay untouched.
         // Both read from one snapshot: another process may be creating the file right now.
         let (applicationID, objects) = try connection.transaction(writing: false) { () throws(ConvergeError) -> (Int64, Int64) in
@@ -72,6 +76,10 @@ public final class SQLiteStorage: Storage {
             throw .storage(.newerSchema, path: path, operation: .open,
                            detail: "schema \(version), this one reads up to \(Self.schemaVersion)")
         }
+        if let mainFileMark {
+            try Self.check(journalMark: (try? Self.mark(of: connection)) ?? nil, against: mainFileMark, path: path)
+        }
+        connection.setCheckpointOnClose(true)
         let mode = try connection.execute("PRAGMA journal_mode=WAL", doing: .open).first?.first?.text ?? ""
         guard mode.lowercased() == "wal" else {
             throw .storage(.unsupported, path: path, operation: .open, detail: "the WAL journal could not be enabled: \(mode)")
@@ -86,11 +94,65 @@ public final class SQLiteStorage: Storage {
                 for step in Int(version)..<Int(Self.schemaVersion) {
                     for statement in Self.migrations[step] { try connection.execute(statement) }
                 }
+                // The file's identity, which a -wal beside it must carry too (see `mark(of:)`).
+                try connection.execute("INSERT OR IGNORE INTO state (name, value) VALUES ('store-id', ?)",
+                                       [.blob(Array(UUID().uuidString.utf8))])
                 try connection.execute("PRAGMA application_id=\(Self.applicationID)")
                 try connection.execute("PRAGMA user_version=\(Self.schemaVersion)")
             }
         }
         self.connection = Mutex(connection)
+    }
+
+    // MARK: The -wal beside the file
+
+    /// A file's identity and write sequence number, as recorded in its state rows.
+    struct Mark: Equatable {
+        var storeID: [UInt8]
+        var sequence: UInt64
+    }
+
+    /// The mark of what `connection` reads (the main file with its -wal).
+    static func mark(of connection: SQLiteConnection) throws(ConvergeError) -> Mark? {
+        var storeID: [UInt8]?
+        var sequence: UInt64 = 0
+        for row in try connection.execute("SELECT name, value FROM state WHERE name IN ('store-id', 'sequence')", doing: .read) {
+            guard let bytes = row[1].blob else { return nil }
+            if row[0].text == "store-id" {
+                storeID = bytes
+            } else {
+                var reader = BinaryReader(bytes)
+                sequence = try reader.readVarint()
+            }
+        }
+        return storeID.map { Mark(storeID: $0, sequence: sequence) }
+    }
+
+    /// The mark of the main file on its own, or `nil` if there is no -wal beside it (nothing
+    /// to check) or the main file holds none (a new or older store).
+    static func mainFileMark(_ path: String) -> Mark? {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        guard size > 0, let main = try? SQLiteConnection(path: path, ignoringJournal: true) else { return nil }
+        return (try? mark(of: main)) ?? nil
+    }
+
+    /// Refuses a -wal that does not continue the main file: one of another store, or an
+    /// older copy of this one's (copied back beside it, it would silently undo writes).
+    /// A -wal that another process is writing, or that a crash left, only ever adds writes.
+    static func check(journalMark: Mark?, against main: Mark, path: String) throws(ConvergeError) {
+        guard let journalMark else {
+            throw .storage(.corrupt, path: path, operation: .open,
+                           detail: "the -wal file beside it does not belong to it; move it away to open the store as it was")
+        }
+        if journalMark.storeID != main.storeID {
+            throw .storage(.corrupt, path: path, operation: .open,
+                           detail: "the -wal file beside it belongs to another store; move it away to open the store as it was")
+        }
+        if journalMark.sequence < main.sequence {
+            throw .storage(.corrupt, path: path, operation: .open,
+                           detail: "the -wal file beside it is an older copy (write \(journalMark.sequence), the file has \(main.sequence)) "
+                               + "and would undo \(main.sequence - journalMark.sequence) writes; move it away to open the store as it was")
+        }
     }
 
     /// The platform's place for an app's store named `name`: Application Support on
@@ -252,7 +314,7 @@ public final class SQLiteStorage: Storage {
         guard !stateRows.isEmpty else { return nil }
         for row in stateRows {
             guard let name = row[0].text else { throw corrupt("a state row is not text and bytes") }
-            guard ["context", "clock", "sequence", "rewritten"].contains(name) else { throw corrupt("unknown state row \"\(name)\"") }
+            guard ["context", "clock", "sequence", "rewritten", "store-id"].contains(name) else { throw corrupt("unknown state row \"\(name)\"") }
         }
         let (context, clock) = try readContextAndClock(from: db)
         var entries: [String: [Sibling]] = [:]

@@ -55,3 +55,75 @@ struct RestoredStoreTests {
         #expect(try read("b/", in: folder) == expected)
     }
 }
+
+/// A `-wal` file that does not continue its store file: an older copy put back beside it
+/// (it used to undo 20 acknowledged writes silently), or another store's (`read` used to
+/// print that store's data with exit 0). Both are refused at open, and the store file is
+/// left as it was.
+@Suite("A stale or foreign -wal beside a store")
+struct JournalMismatchTests {
+    /// Writes `keys` through one connection kept open (so the WAL keeps its frames), copies
+    /// the live `-wal` to `copy` after the first `copyAfter` keys, and closes.
+    func write(_ keys: Range<Int>, to path: String, copyingJournalTo copy: String? = nil, after copyAfter: Int = 0) throws {
+        let store = try ReplicatedKeyValueStore(replicaID: "laptop", storage: SQLiteStorage(path: path))
+        for index in keys {
+            try store.setValue(.integer(Int64(index)), forKey: "k\(index)")
+            if let copy, index == keys.lowerBound + copyAfter - 1 {
+                try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy)
+            }
+        }
+    }
+
+    func failure(opening path: String) -> StorageFailure? {
+        do {
+            _ = try SQLiteStorage(path: path)
+            return nil
+        } catch {
+            if case .storage(let failure) = error { return failure }
+            return nil
+        }
+    }
+
+    @Test func anOlderCopyOfTheJournalIsRefusedAndUndoesNothing() throws {
+        let folder = temporaryFolder()
+        let path = folder.appendingPathComponent("store.sqlite").path, stale = folder.appendingPathComponent("stale-wal").path
+        try write(0..<5, to: path)
+        try write(5..<30, to: path, copyingJournalTo: stale, after: 5)  // the copy holds 5 of these 25 writes
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))  // closed: everything is in the main file
+        try FileManager.default.copyItem(atPath: stale, toPath: path + "-wal")
+        let refused = try #require(failure(opening: path))
+        #expect(refused.kind == .corrupt && refused.description.contains("older copy") && refused.description.contains("would undo 20 writes"),
+                "\(refused)")
+        // Refused, and nothing was written into the store file: without the stale -wal, all 30 writes are there.
+        try FileManager.default.removeItem(atPath: path + "-wal")
+        let store = try ReplicatedKeyValueStore(replicaID: "laptop", storage: SQLiteStorage(path: path))
+        #expect(store.values.count == 30 && store.replicatedState.context == VersionVector(["laptop": 30]))
+    }
+
+    @Test func anotherStoresJournalIsRefusedAndChangesNothing() throws {
+        let folder = temporaryFolder()
+        let mine = folder.appendingPathComponent("mine.sqlite").path, other = folder.appendingPathComponent("other.sqlite").path
+        let foreign = folder.appendingPathComponent("other-wal").path
+        try write(0..<3, to: mine)
+        try write(100..<110, to: other, copyingJournalTo: foreign, after: 10)
+        try FileManager.default.copyItem(atPath: foreign, toPath: mine + "-wal")
+        let refused = try #require(failure(opening: mine))
+        #expect(refused.kind == .corrupt, "\(refused)")
+        try FileManager.default.removeItem(atPath: mine + "-wal")
+        let store = try ReplicatedKeyValueStore(replicaID: "laptop", storage: SQLiteStorage(path: mine))
+        #expect(store.values == ["k0": 0, "k1": 1, "k2": 2])
+    }
+
+    /// A `-wal` left by a crash, or written by another process right now, continues the
+    /// file: it opens.
+    @Test func aJournalThatContinuesTheFileOpens() throws {
+        let folder = temporaryFolder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        try write(0..<3, to: path)
+        let live = try ReplicatedKeyValueStore(replicaID: "laptop", storage: SQLiteStorage(path: path))
+        try live.setValue(3, forKey: "k3")
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        let second = try ReplicatedKeyValueStore(replicaID: "laptop", storage: SQLiteStorage(path: path))
+        #expect(second.values.count == 4)
+    }
+}
