@@ -107,3 +107,23 @@ extension ReplicatedMap {
         return result
     }
 }
+
+@Suite("Several store objects on one storage, syncing")
+struct SharedStorageSyncTests {
+    /// A store object that syncs pushes what another object wrote to the same storage, and
+    /// tells its app of it first.
+    @Test func synchronizePushesAndReportsWhatAnotherObjectWrote() throws {
+        let clock = ManualClock()
+        let hub = InMemoryHub(clock: clock)
+        let storage = InMemoryStorage()
+        let app = try ReplicatedKeyValueStore(replicaID: "phone", hub: hub, storage: storage, clock: clock)
+        let widget = try ReplicatedKeyValueStore(replicaID: "phone", storage: storage, clock: clock)
+        let recorder = NotificationRecorder(app)
+        try widget.setValue("from the widget", forKey: "note")
+        #expect(app.synchronize())
+        #expect(recorder.items == [NotificationRecorder.Item(reason: ChangeReason.serverChange.rawValue, keys: ["note"])])
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: clock)
+        #expect(tablet.synchronize())
+        #expect(tablet.value(forKey: "note") == "from the widget")
+    }
+}
