@@ -7,6 +7,9 @@ import Converge
 package final class SQLiteConnection {
     package let path: String
     fileprivate var handle: OpaquePointer?
+    /// Statements prepared once and reused by ``cached(_:doing:)``: a store runs the same
+    /// few statements in every write, and preparing one costs about as much as running it.
+    private var statementCache: [String: Statement] = [:]
 
     /// SQLite's own destructor value telling it to copy bound bytes.
     fileprivate static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -34,7 +37,19 @@ package final class SQLiteConnection {
         sqlite3_busy_timeout(db, 5_000)
     }
 
-    deinit { sqlite3_close(handle) }
+    deinit {
+        statementCache.removeAll()  // finalized before the connection closes
+        sqlite3_close(handle)
+    }
+
+    /// The statement for `sql`, prepared on first use and kept for the connection's
+    /// lifetime. Only for a fixed set of statements (no values spliced into `sql`).
+    package func cached(_ sql: String, doing action: StorageFailure.Operation = .write) throws(ConvergeError) -> Statement {
+        if let statement = statementCache[sql] { return statement }
+        let statement = try prepare(sql, doing: action)
+        statementCache[sql] = statement
+        return statement
+    }
 
     /// Whether closing the connection checkpoints the WAL into the main file (SQLite's
     /// default). Off while a store checks that the WAL belongs to its main file, so that a
@@ -89,7 +104,8 @@ package final class SQLiteConnection {
     /// A prepared statement, reusable with new parameters (preparing once per batch is
     /// much cheaper than once per row).
     package final class Statement {
-        let connection: SQLiteConnection
+        /// Unowned: the connection caches statements, and a statement never outlives it.
+        unowned let connection: SQLiteConnection
         let action: StorageFailure.Operation
         fileprivate var handle: OpaquePointer?
 
@@ -122,6 +138,8 @@ package final class SQLiteConnection {
                 }
                 guard code == SQLITE_OK else { throw connection.fail(code, doing: action) }
             }
+            // Reset when done (or failed): a cached statement must not keep a read open.
+            defer { sqlite3_reset(handle) }
             var rows: [[Column]] = []
             while true {
                 let step = sqlite3_step(handle)
@@ -163,13 +181,13 @@ package final class SQLiteConnection {
     ///   no other connection commits until it ends. A reading transaction (`BEGIN`) sees
     ///   one consistent snapshot and never blocks writers.
     package func transaction<T>(writing: Bool = true, _ body: () throws(ConvergeError) -> T) throws(ConvergeError) -> T {
-        try execute(writing ? "BEGIN IMMEDIATE" : "BEGIN", doing: writing ? .write : .read)
+        try cached(writing ? "BEGIN IMMEDIATE" : "BEGIN", doing: writing ? .write : .read).run()
         do {
             let result = try body()
-            try execute("COMMIT")
+            try cached("COMMIT").run()
             return result
         } catch {
-            _ = try? execute("ROLLBACK")
+            _ = try? cached("ROLLBACK").run()
             throw error
         }
     }

@@ -251,7 +251,7 @@ public final class SQLiteStorage: Storage {
     /// replaced rows (a reader that has not seen it must reload everything).
     private func sequenceNumbers(in db: SQLiteConnection) throws(ConvergeError) -> (sequence: UInt64, rewritten: UInt64) {
         var numbers: (sequence: UInt64, rewritten: UInt64) = (0, 0)
-        for row in try db.execute("SELECT name, value FROM state WHERE name IN ('sequence', 'rewritten')", doing: .read) {
+        for row in try db.cached("SELECT name, value FROM state WHERE name IN ('sequence', 'rewritten')", doing: .read).run() {
             guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a state row is not text and bytes") }
             var reader = BinaryReader(bytes)
             let number = try decoding("the \(name) number") { () throws(ConvergeError) in try reader.readVarint() }
@@ -271,11 +271,11 @@ public final class SQLiteStorage: Storage {
         }
         let (context, clock) = try readContextAndClock(from: db)
         var change = StorageChange(context: context, clock: clock)
-        for row in try db.execute("SELECT key, siblings FROM entries WHERE seq > ?", [.integer(Int64(bitPattern: seen))], doing: .read) {
+        for row in try db.cached("SELECT key, siblings FROM entries WHERE seq > ?", doing: .read).run([.integer(Int64(bitPattern: seen))]) {
             let (key, siblings) = try decodeEntry(row)
             change.entries[key] = siblings
         }
-        for row in try db.execute("SELECT name, value FROM metadata WHERE seq > ?", [.integer(Int64(bitPattern: seen))], doing: .read) {
+        for row in try db.cached("SELECT name, value FROM metadata WHERE seq > ?", doing: .read).run([.integer(Int64(bitPattern: seen))]) {
             guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
             change.metadata[name] = bytes
         }
@@ -286,7 +286,7 @@ public final class SQLiteStorage: Storage {
     private func readContextAndClock(from db: SQLiteConnection) throws(ConvergeError) -> (VersionVector, HybridTimestamp) {
         var context = VersionVector()
         var clock = HybridTimestamp.zero
-        for row in try db.execute("SELECT name, value FROM state WHERE name IN ('context', 'clock')", doing: .read) {
+        for row in try db.cached("SELECT name, value FROM state WHERE name IN ('context', 'clock')", doing: .read).run() {
             guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a state row is not text and bytes") }
             var reader = BinaryReader(bytes)
             if name == "context" {
@@ -310,7 +310,7 @@ public final class SQLiteStorage: Storage {
 
     /// Everything stored, or `nil` if nothing ever was, inside the caller's transaction.
     private func loadState(from db: SQLiteConnection) throws(ConvergeError) -> StoredState? {
-        let stateRows = try db.execute("SELECT name FROM state", doing: .read)
+        let stateRows = try db.cached("SELECT name FROM state", doing: .read).run()
         guard !stateRows.isEmpty else { return nil }
         for row in stateRows {
             guard let name = row[0].text else { throw corrupt("a state row is not text and bytes") }
@@ -318,12 +318,12 @@ public final class SQLiteStorage: Storage {
         }
         let (context, clock) = try readContextAndClock(from: db)
         var entries: [String: [Sibling]] = [:]
-        for row in try db.execute("SELECT key, siblings FROM entries", doing: .read) {
+        for row in try db.cached("SELECT key, siblings FROM entries", doing: .read).run() {
             let (key, siblings) = try decodeEntry(row)
             entries[key] = siblings
         }
         var metadata: [String: [UInt8]] = [:]
-        for row in try db.execute("SELECT name, value FROM metadata", doing: .read) {
+        for row in try db.cached("SELECT name, value FROM metadata", doing: .read).run() {
             guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
             metadata[name] = bytes
         }
@@ -349,16 +349,16 @@ public final class SQLiteStorage: Storage {
         }
         var number = BinaryWriter()
         number.writeVarint(sequence)
-        try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('sequence', ?)", [.blob(number.bytes)])
-        if rewrites { try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('rewritten', ?)", [.blob(number.bytes)]) }
+        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('sequence', ?)").run([.blob(number.bytes)])
+        if rewrites { try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('rewritten', ?)").run([.blob(number.bytes)]) }
     }
 
     /// Writes a change inside the caller's transaction, keys in byte order, stamping the
     /// rows with `sequence`.
     private func write(_ change: StorageChange, sequence: UInt64, to db: SQLiteConnection) throws(ConvergeError) {
         let stamp = SQLiteConnection.Column.integer(Int64(bitPattern: sequence))
-        let insert = try db.prepare("INSERT OR REPLACE INTO entries (key, siblings, seq) VALUES (?, ?, ?)")
-        let delete = try db.prepare("DELETE FROM entries WHERE key = ?")
+        let insert = try db.cached("INSERT OR REPLACE INTO entries (key, siblings, seq) VALUES (?, ?, ?)")
+        let delete = try db.cached("DELETE FROM entries WHERE key = ?")
         for key in change.entries.keys.sortedByUTF8() {
             let siblings = change.entries[key]!
             if siblings.isEmpty {
@@ -372,16 +372,16 @@ public final class SQLiteStorage: Storage {
         }
         var context = BinaryWriter()
         change.context.encode(into: &context)
-        try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('context', ?)", [.blob(context.bytes)])
+        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('context', ?)").run([.blob(context.bytes)])
         var clock = BinaryWriter()
         clock.writeVarint(change.clock.wallMilliseconds)
         clock.writeVarint(UInt64(change.clock.logical))
-        try db.execute("INSERT OR REPLACE INTO state (name, value) VALUES ('clock', ?)", [.blob(clock.bytes)])
+        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('clock', ?)").run([.blob(clock.bytes)])
         for name in change.metadata.keys.sortedByUTF8() {
             if let record = change.metadata[name]! {
-                try db.execute("INSERT OR REPLACE INTO metadata (name, value, seq) VALUES (?, ?, ?)", [.text(name), .blob(record), stamp])
+                try db.cached("INSERT OR REPLACE INTO metadata (name, value, seq) VALUES (?, ?, ?)").run([.text(name), .blob(record), stamp])
             } else {
-                try db.execute("DELETE FROM metadata WHERE name = ?", [.text(name)])
+                try db.cached("DELETE FROM metadata WHERE name = ?").run([.text(name)])
             }
         }
     }
