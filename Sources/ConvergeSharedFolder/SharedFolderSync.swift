@@ -50,6 +50,10 @@ public struct SharedFolderSync: Sendable {
         public var written: String?
         /// Replicas whose files were read.
         public var replicasRead: [ReplicaID] = []
+        /// The files of other replicas this replica took, in the order it took them (as
+        /// ``SharedFolderFiles/describe(_:)`` names them): each replica's latest snapshot
+        /// and the deltas after it, up to the first that has not arrived.
+        public var filesTaken: [String] = []
         /// Keys whose visible values changed here, in UTF-8 byte order.
         public var changedKeys: [String] = []
         /// Files skipped, with why.
@@ -85,7 +89,8 @@ public struct SharedFolderSync: Sendable {
             let read = try take(filesOf: replica, account: account, into: store)
             report.skipped += read.skipped
             changed.formUnion(read.changedKeys)
-            if read.files > 0 { report.replicasRead.append(replica) }
+            report.filesTaken += read.files
+            if !read.files.isEmpty { report.replicasRead.append(replica) }
         }
         report.changedKeys = changed.sortedByUTF8()
         return report
@@ -154,15 +159,15 @@ public struct SharedFolderSync: Sendable {
     }
 
     /// Gives `store` one replica's latest snapshot and the consecutive deltas after it, up
-    /// to the first gap or invalid file; returns how many it took, the keys that changed
+    /// to the first gap or invalid file; returns the files it took, the keys that changed
     /// and the files skipped.
     ///
     /// - Throws: The store's storage error.
     private func take(filesOf replica: ReplicaID, account: AccountID, into store: ReplicatedKeyValueStore)
-        throws(ConvergeError) -> (files: Int, changedKeys: [String], skipped: [String]) {
+        throws(ConvergeError) -> (files: [String], changedKeys: [String], skipped: [String]) {
         let folder = [account.rawValue, replica.rawValue]
-        guard let sequence = try? sequencedFiles(in: folder), let start = sequence.lastIndex(where: \.isSnapshot) else { return (0, [], []) }
-        var taken = 0
+        guard let sequence = try? sequencedFiles(in: folder), let start = sequence.lastIndex(where: \.isSnapshot) else { return ([], [], []) }
+        var taken: [String] = []
         var changed: [String] = []
         var expected = sequence[start].sequence
         for file in sequence[start...] {
@@ -192,7 +197,7 @@ public struct SharedFolderSync: Sendable {
             // replica again from its snapshot next time, under the new incarnation.
             if receipt.startedIncarnation { break }
             changed += receipt.changedKeys
-            taken += 1
+            taken.append(files.describe(path))
             expected = file.sequence + 1
         }
         return (taken, changed, [])

@@ -37,6 +37,13 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// Switching back to an account drops the keys only this device wrote. Caught by the
     /// no-lost-write checker (the reference model knows the device wrote them).
     case switchDropsOwnKeys = "switch-drops-own-keys"
+    /// In the folder topology, readers take a replica's files past one that has not
+    /// arrived, applying deltas out of causal order. Caught by the no-lost-write checker (a
+    /// reader's context claims writes it never received).
+    case readsPastGaps = "reads-past-gaps"
+    /// The hub restarts from nothing after a crash, as if its durable state were lost.
+    /// Caught by the no-lost-write checker (devices trusted it with writes it forgot).
+    case amnesiacHub = "amnesiac-hub"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -59,6 +66,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
             return options.removeWeight == 0 ? "nothing is removed (removeWeight = 0)" : nil
         case .switchDropsOwnKeys:
             return options.accountSwitches == 0 ? "no device switches account (accountSwitches = 0)" : nil
+        case .readsPastGaps:
+            return options.topology == .folder ? nil : "no device reads files in the \(options.topology.rawValue) topology"
+        case .amnesiacHub:
+            if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
+            return options.hubCrashes == 0 ? "the hub never crashes (hubCrashes = 0)" : nil
         }
     }
 }
@@ -94,6 +106,10 @@ struct VariantHooks {
     private(set) var removesAreNoOps = false
     /// Whether switching account drops keys only this device wrote (``BrokenVariant/switchDropsOwnKeys``).
     private(set) var accountSwitchDropsOwnOnlyKeys = false
+    /// Whether folder readers take files past a gap (``BrokenVariant/readsPastGaps``).
+    private(set) var folderReadersReadPastGaps = false
+    /// Whether the hub restarts from nothing after a crash (``BrokenVariant/amnesiacHub``).
+    private(set) var hubRestartsEmpty = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -110,6 +126,8 @@ struct VariantHooks {
         case .oldestWins: lastWriterWinsKeepsOldest = true
         case .noOpRemoves: removesAreNoOps = true
         case .switchDropsOwnKeys: accountSwitchDropsOwnOnlyKeys = true
+        case .readsPastGaps: folderReadersReadPastGaps = true
+        case .amnesiacHub: hubRestartsEmpty = true
         }
     }
 

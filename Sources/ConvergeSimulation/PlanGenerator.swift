@@ -67,6 +67,12 @@ package enum PlanGenerator {
             events.append(TimedEvent(timeMs: at(), event: .switchAccount(device: generator.next(below: devices),
                                                                          durationMs: generator.next(in: 1...span))))
         }
+        // Drawn last, so that a scenario without hub crashes keeps the plan it always had.
+        if options.topology == .hub {
+            for _ in 0..<options.hubCrashes {
+                events.append(TimedEvent(timeMs: at(), event: .hubCrash(downMs: options.hubOutageMs)))
+            }
+        }
         // Stable: operations keep their order, faults go after operations at the same time.
         return events.enumerated().sorted { lhs, rhs in
             lhs.element.timeMs != rhs.element.timeMs ? lhs.element.timeMs < rhs.element.timeMs : lhs.offset < rhs.offset

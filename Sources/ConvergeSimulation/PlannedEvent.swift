@@ -10,6 +10,9 @@ package enum PlannedEvent: Hashable, Sendable {
     case partition(devices: [Int], oneWay: Bool, durationMs: Int)
     case offline(device: Int, durationMs: Int)
     case hubOutage(durationMs: Int)
+    /// The hub crashes (what it held only in memory is lost) and restarts from its durable
+    /// state after `downMs`.
+    case hubCrash(downMs: Int)
     /// The device crashes (what its disk has not made durable is lost) and restarts later.
     case crash(device: Int, downMs: Int)
     /// The device switches to the second account, and back after `durationMs`.

@@ -57,6 +57,16 @@ package final class SimulatedFolder: Sendable {
         }
     }
 
+    /// Whether the file at `path` still exists (compaction removes a replica's older files).
+    package func contains(_ path: [String]) -> Bool {
+        state.withLock { $0.files[path] != nil }
+    }
+
+    /// The bytes of the file at `path`, whoever has it, or `nil` if there is none.
+    package func bytes(at path: [String]) -> [UInt8]? {
+        state.withLock { $0.files[path]?.bytes }
+    }
+
     /// How many files the folder holds.
     package var fileCount: Int { state.withLock { $0.files.count } }
 

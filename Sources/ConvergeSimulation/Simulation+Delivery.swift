@@ -17,6 +17,14 @@ extension Simulation {
     }
 
     func send(encoded bytes: [UInt8], of account: AccountID, from: Node, to: Node) {
+        guard let id = transmit(bytes, from: from, to: to) else { return }
+        model.sent(message: id, from: from, account: account)
+    }
+
+    /// Puts `bytes` on the network and schedules each copy's delivery; returns the
+    /// message's number if any copy is on its way.
+    @discardableResult
+    func transmit(_ bytes: [UInt8], from: Node, to: Node) -> Int? {
         metrics.messagesSent += 1
         metrics.bytesSent += bytes.count
         digest.update(bytes.count)
@@ -26,9 +34,10 @@ extension Simulation {
         case .lost: metrics.messagesLost += 1
         case .inFlight(let id, let delays):
             if delays.count > 1 { metrics.messagesDuplicated += delays.count - 1 }
-            model.sent(message: id, from: from, account: account)
             for delay in delays { queue.schedule(.deliver(message: id), at: now + max(0, delay)) }
+            return id
         }
+        return nil
     }
 
     func deliver(_ id: Int) {
@@ -41,6 +50,12 @@ extension Simulation {
         let lastCopy = message.copiesLeft == 0
         digest.update(id)
         digest.update(message.bytes)
+        if options.topology == .folder {
+            // A file, not a message: it appears in the receiver's folder, if it still exists.
+            if let path = fileDeliveries[id], case .device(let d) = message.to { folder.deliver(path, to: d) }
+            if lastCopy { fileDeliveries[id] = nil }
+            return
+        }
         let decoded: SyncMessage
         do { decoded = try SyncMessage(encoded: message.bytes) } catch {
             violations.append(Violation(.sync, "a message the simulator sent does not decode: \(error)"))

@@ -21,6 +21,8 @@ extension Simulation {
             devices[d].meshRound += 1
             guard let gossip = gossip(from: d, to: peer) else { return }
             send(encoded: gossip, of: devices[d].store.account, from: .device(d), to: .device(peer))
+        case .folder:
+            synchronizeThroughFolder(d)
         }
     }
 

@@ -12,6 +12,7 @@ extension Simulation {
         case partitionEnd(id: Int)
         case offlineEnd(device: Int, id: Int)
         case hubOutageEnd(id: Int)
+        case hubRestart(outage: Int)
         case accountBack(device: Int)
         case heal
         case livenessCheck
@@ -69,6 +70,8 @@ extension Simulation {
             network.endOffline(id, device: d)
         case .hubOutageEnd(let id):
             network.endHubOutage(id)
+        case .hubRestart(let outage):
+            restartHub(outage: outage)
         case .accountBack(let d):
             if devices[d].store.account != .default && !devices[d].crashed { switchAccount(d, to: .default) }
         case .heal:
@@ -93,7 +96,7 @@ extension Simulation {
         switch event {
         case .set, .remove, .synchronize, .read:
             performOperation(event)
-        case .partition, .offline, .hubOutage, .crash, .switchAccount, .clock:
+        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock:
             inject(event)
         }
     }

@@ -19,6 +19,8 @@ extension Simulation {
             let id = network.startHubOutage()
             metrics.hubOutages += 1
             queue.schedule(.hubOutageEnd(id: id), at: now + duration)
+        case .hubCrash(let down):
+            crashHub(downMs: down)
         case .crash(let d, let down):
             guard !devices[d].crashed else { return }
             crash(d)
@@ -48,6 +50,32 @@ extension Simulation {
             model.forget(ledgerIndex: index)
         }
         devices[d].unflushedWrites.removeAll()
+    }
+
+    /// The hub crashes: it is unreachable, and what it held only in memory is gone. Every
+    /// exchange commits before the hub answers (as `converge-hub` does), so its durable state
+    /// is its state after the last exchange: that is what it restarts from.
+    func crashHub(downMs: Int) {
+        guard hubDurableState == nil else { return }
+        metrics.hubCrashes += 1
+        hubDurableState = hub.accountIDs.map { ($0, hub.encodedState(of: $0) ?? []) }
+        let outage = network.startHubOutage()
+        queue.schedule(.hubRestart(outage: outage), at: now + downMs)
+    }
+
+    /// The hub restarts: a new hub reads every account back from its durable state.
+    func restartHub(outage: Int) {
+        guard let durable = hubDurableState else { return }
+        hubDurableState = nil
+        var restarted = Self.makeHub(options: options, hooks: hooks)
+        for (account, bytes) in durable where !hooks.hubRestartsEmpty {
+            do { try restarted.restoreState(bytes, of: account) } catch {
+                violations.append(Violation(.storage, "the hub could not restart from its durable state of \(account): \(error)"))
+            }
+        }
+        hub = restarted
+        changed(.hub)
+        network.endHubOutage(outage)
     }
 
     func restart(_ d: Int) {
@@ -81,8 +109,11 @@ extension Simulation {
     /// checks start.
     func heal() {
         network.heal()
+        // The file-sync service catches up: every file still in the folder is everywhere.
+        if options.topology == .folder { folder.deliverEverything(to: devices.indices) }
         healTime = now
         for d in devices.indices where devices[d].crashed { restart(d) }
+        if hubDurableState != nil { restartHub(outage: -1) }
         queue.schedule(.livenessCheck, at: now + options.syncIntervalMs)
     }
 }

@@ -21,7 +21,7 @@ extension Simulation {
             guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
             metrics.reads += 1
             if let value = devices[d].store.value(forKey: keyName(key)) { digest.update(value.encoded()) }
-        case .partition, .offline, .hubOutage, .crash, .switchAccount, .clock:
+        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock:
             preconditionFailure("not an operation: \(operation)")
         }
     }
@@ -52,7 +52,7 @@ extension Simulation {
             return
         }
         let usageAfter = store.usage
-        if options.topology == .mesh && !quota.admits(usageBefore)
+        if options.topology != .hub && !quota.admits(usageBefore)
             && (usageAfter.keyCount > usageBefore.keyCount || usageAfter.valueBytes > usageBefore.valueBytes) {
             violations.append(Violation(.quota, "\(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota"))
         }

@@ -17,6 +17,9 @@
 ///   sending and delivering sync messages;
 /// - `Simulation+HubSync.swift` and `Simulation+DeviceSync.swift`: what the hub and a
 ///   device do with the sync messages they receive;
+/// - `SimulatedFolder.swift` and `Simulation+FolderSync.swift`: the folder topology, where
+///   devices run the real shared-folder transport over a folder whose files the network
+///   carries to each other device;
 /// - `WriteLedger.swift` and `Simulation+Propagation.swift`: every write of the run, and
 ///   when each reached every device;
 /// - `Simulation+Checkers.swift` and `Simulation+Invariants.swift`: the checkers, and the
@@ -36,6 +39,17 @@ public final class Simulation {
     var devices: [SimulatedDevice] = []
     var hub: HubSyncMachine
     var network: SimulatedNetwork
+    /// While the hub is down after a crash: each account's durable state, to restart from.
+    var hubDurableState: [(account: AccountID, bytes: [UInt8])]?
+    /// The shared folder of the folder topology (empty in the others).
+    let folder = SimulatedFolder()
+    /// The folder's files the network is carrying, by message: the file it delivers.
+    var fileDeliveries: [Int: [String]] = [:]
+    /// The files in the folder the reference model follows, in write order.
+    var publishedFiles: [PublishedFile] = []
+    /// The reference model's number for the next file written (negative: apart from the
+    /// network's message numbers).
+    var nextFileMessage = -1
     var queue = EventQueue<Event>()
     var now = 0
     var healTime = 0
@@ -63,13 +77,7 @@ public final class Simulation {
         options = input.options
         quota = options.quota
         hooks = VariantHooks(input.variant, ambientJitter: input.ambientJitter)
-        var hub = HubSyncMachine(hubID: "hub", quota: hooks.hubQuota(options.quota),
-                                 policies: MergePolicies(default: options.policy.policy),
-                                 retirementIntervalMilliseconds: UInt64(options.retirementMs))
-        hub._forgetsCompensatingWrites = hooks.hubForgetsCompensatingWrites
-        hub._collectsBeforeStable = hooks.hubCollectsBeforeStable
-        hub._revertsKeysEndingIn3 = hooks.hubRevertsKeysEndingIn3
-        self.hub = hub
+        hub = Self.makeHub(options: options, hooks: hooks)
         let decisions: any NetworkDecisions
         if let recorded = input.recordedFates {
             decisions = RecordedNetworkDecisions(fates: recorded, defaultDelayMs: options.minLatencyMs)
@@ -86,6 +94,18 @@ public final class Simulation {
             device.breakStore()
             devices.append(device)
         }
+    }
+
+    /// The hub of a run, as it starts (and restarts after a crash): with the broken
+    /// behaviours of the run's variant, if any.
+    static func makeHub(options: SimulationOptions, hooks: VariantHooks) -> HubSyncMachine {
+        var hub = HubSyncMachine(hubID: "hub", quota: hooks.hubQuota(options.quota),
+                                 policies: MergePolicies(default: options.policy.policy),
+                                 retirementIntervalMilliseconds: UInt64(options.retirementMs))
+        hub._forgetsCompensatingWrites = hooks.hubForgetsCompensatingWrites
+        hub._collectsBeforeStable = hooks.hubCollectsBeforeStable
+        hub._revertsKeysEndingIn3 = hooks.hubRevertsKeysEndingIn3
+        return hub
     }
 
     /// Whether the faults are over (the liveness phase): the network is clean and every

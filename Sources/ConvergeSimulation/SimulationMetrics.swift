@@ -205,6 +205,8 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var absencesPastRetirement = 0
         /// Hub outages.
         public var hubOutages = 0
+        /// Hub crashes, each followed by a restart from the hub's durable state.
+        public var hubCrashes = 0
         /// Device crashes.
         public var crashes = 0
         /// Writes a crash lost before the disk made them durable (never acknowledged).

@@ -191,7 +191,7 @@ package struct OptionSpec: Sendable {
 package enum SimulationOptionTable {
     package static let specs: [OptionSpec] = [
         .integer("devices", \.devices, in: 1...64, swarm: 2...8, "number of devices"),
-        .choice("topology", \.topology, default: .hub, "hub or mesh"),
+        .choice("topology", \.topology, default: .hub, "hub, mesh, or folder (a shared folder carried by a file-sync service)"),
         .choice("policy", \.policy, default: .lww, "merge policy of every key"),
         .integer("operations", \.operations, in: 0...10_000_000, default: 2_000, "workload operations in the safety phase"),
         .integer("operationIntervalMs", \.operationIntervalMs, in: 1...600_000, swarm: 5...40, "mean virtual time between operations"),
@@ -219,6 +219,8 @@ package enum SimulationOptionTable {
         .integer("offlineMs", \.offlineMs, in: 1...100_000_000, swarm: 500...5_000, "length of an offline period"),
         .integer("hubOutages", \.hubOutages, in: 0...10_000, swarm: 0...2, "periods the hub is down"),
         .integer("hubOutageMs", \.hubOutageMs, in: 1...100_000_000, swarm: 200...3_000, "length of a hub outage"),
+        .integer("hubCrashes", \.hubCrashes, in: 0...10_000, default: 0,
+                 "hub crashes: down for hubOutageMs, then restarted from its durable state (hub topology)"),
         .integer("crashes", \.crashes, in: 0...10_000, swarm: 0...3, "device crashes (volatile state lost)"),
         .integer("restartMs", \.restartMs, in: 1...100_000_000, swarm: 10...1_000, "time a crashed device stays down"),
         .integer("flushIntervalMs", \.flushIntervalMs, in: 1...100_000_000, swarm: 10...500, "how often a device's disk makes writes durable"),

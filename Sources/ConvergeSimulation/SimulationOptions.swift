@@ -68,6 +68,9 @@ public struct SimulationOptions: Hashable, Sendable {
     public package(set) var hubOutages = 0
     /// The length of a hub outage.
     public package(set) var hubOutageMs = 0
+    /// Hub crashes: the hub is down for `hubOutageMs`, loses what it held in memory (its
+    /// connections and the messages on them), and restarts from its durable state.
+    public package(set) var hubCrashes = 0
     /// Device crashes, in which what the disk has not made durable is lost.
     public package(set) var crashes = 0
     /// How long a crashed device stays down.

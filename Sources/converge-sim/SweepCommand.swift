@@ -20,7 +20,7 @@ enum SweepCommand: Subcommand {
             arguments.directory = text
         },
         Flag(name: "--seeds-per-combination", value: "N",
-             help: "seeds of each scenario, policy and topology (default 60; a tenth for 16 devices or more)") { arguments, text throws(UsageError) in
+             help: "seeds of each scenario, policy and topology (default 60; a tenth for 16 devices or more, a third for the folder topology of a scenario not about it)") { arguments, text throws(UsageError) in
             guard let count = Int(text), count >= 1 else { throw UsageError("--seeds-per-combination takes a positive integer, not \(text)") }
             arguments.seedsPerCombination = count
         },
@@ -44,7 +44,7 @@ enum SweepCommand: Subcommand {
         \(synopsis)
 
         Runs every scenario of the catalogue (every .json file of the directory) under every
-        policy, and under both the hub and the mesh topology unless the scenario sets its
+        policy, and under each topology (hub, mesh, folder) unless the scenario sets its
         topology: the same seeds for each combination, each run checked by every checker
         (and twice, for determinism). Prints a line per combination and the total; the exit
         code is 1 if any run failed, with the command that reproduces it.
@@ -117,12 +117,15 @@ enum SweepCommand: Subcommand {
             let options: SimulationOptions
             do { options = try base.resolved(seed: arguments.firstSeed) } catch { throw UsageError("\(name): \(error.message)") }
             // A scenario that fixes its topology is about that topology; the others run in both.
-            let topologies: [SyncTopology] = base.given["topology"] != nil ? [options.topology] : [.hub, .mesh]
+            let topologies: [SyncTopology] = base.given["topology"] != nil ? [options.topology] : SyncTopology.allCases
             // Large scenarios (a twenty-device mesh) cost ten times a small one per seed.
             let count = options.devices >= 16 ? max(2, arguments.seedsPerCombination / 10) : arguments.seedsPerCombination
-            let seeds = (0..<UInt64(count)).map { arguments.firstSeed + $0 }
             for policy in PolicyName.allCases {
                 for topology in topologies {
+                    // A folder run costs about three hub runs per seed (every sync re-reads each
+                    // replica's snapshot): a third of the seeds, unless the scenario is about it.
+                    let scaled = topology == .folder && topologies.count > 1 ? max(2, count / 3) : count
+                    let seeds = (0..<UInt64(scaled)).map { arguments.firstSeed + $0 }
                     var scenario = base
                     do {
                         try scenario.set(\.policy, to: policy)

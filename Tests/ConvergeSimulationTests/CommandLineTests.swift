@@ -97,7 +97,7 @@ struct CommandLineTests {
         }
         // Help comes from the tables that parse: the option table's help for overrides.
         let run = try ConvergeSim.run(["run", "--help"])
-        for flag in ["--seed N", "--seeds A..<B", "--trace FILE", "--variant NAME", "--devices N", "--loss P", "--topology hub|mesh"] {
+        for flag in ["--seed N", "--seeds A..<B", "--trace FILE", "--variant NAME", "--devices N", "--loss P", "--topology hub|mesh|folder"] {
             #expect(run.output.contains(flag), "\(flag)")
         }
         #expect(run.output.contains("probability a message is lost: a probability in 0...1"))

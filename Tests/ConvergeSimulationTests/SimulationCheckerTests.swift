@@ -32,6 +32,16 @@ enum SmallScenarios {
         try $0.set(\.topology, to: .mesh)
         try $0.set(\.devices, to: 5)
     }
+    /// The shared-folder transport over a simulated folder whose files arrive late, out of
+    /// order, twice or never.
+    static let folder = make("small-folder") {
+        try $0.set(\.topology, to: .folder)
+        try $0.set(\.devices, to: 4)
+        try $0.set(\.loss, to: 0.2)
+        try $0.set(\.duplicate, to: 0.1)
+        try $0.set(\.reorder, to: 0.3)
+        try $0.set(\.crashes, to: 3)
+    }
 
     /// The violations of the first seeds' runs, one list per seed.
     static func violations(_ scenario: Scenario, variant: BrokenVariant? = nil, seeds: Range<UInt64> = 0..<6,
@@ -47,7 +57,8 @@ enum SmallScenarios {
 /// Each checker passes the real system and catches a deliberately broken variant.
 @Suite("Simulation checkers catch broken variants")
 struct SimulationCheckerTests {
-    @Test(arguments: [SmallScenarios.plain, SmallScenarios.quotaPressure, SmallScenarios.crashy, SmallScenarios.mesh])
+    @Test(arguments: [SmallScenarios.plain, SmallScenarios.quotaPressure, SmallScenarios.crashy, SmallScenarios.mesh,
+                      SmallScenarios.folder])
     func theRealSystemPassesEveryChecker(scenario: Scenario) {
         for (seed, violations) in SmallScenarios.violations(scenario, checkDeterminism: true).enumerated() {
             #expect(violations.isEmpty, "scenario \(scenario.name) seed \(seed): \(violations)")
@@ -64,6 +75,14 @@ struct SimulationCheckerTests {
     @Test func convergenceCatchesASenderThatGuessesThePeersVersionVector() {
         Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .guessingSender), by: [.liveness], "guessing sender (hub)")
         Self.expectCaught(SmallScenarios.violations(SmallScenarios.mesh, variant: .guessingSender), by: [.liveness], "guessing sender (mesh)")
+        // In the folder a guessed delta carries nothing new: readers miss the writes.
+        Self.expectCaught(SmallScenarios.violations(SmallScenarios.folder, variant: .guessingSender), by: [.liveness, .lostWrite],
+                          "guessing sender (folder)")
+    }
+
+    @Test func lostWriteCheckerCatchesAFolderReaderThatReadsPastAGap() {
+        Self.expectCaughtOnly(SmallScenarios.violations(SmallScenarios.folder, variant: .readsPastGaps, seeds: 0..<4), by: [.lostWrite],
+                              alsoAllowed: [.liveness, .referenceModel], "folder reader reading past a gap")
     }
 
     @Test func convergenceCatchesAPolicyThatDependsOnWhoReads() {
@@ -137,16 +156,34 @@ struct SimulationCheckerTests {
                               alsoAllowed: [.referenceModel, .liveness], "account switch dropping own keys")
     }
 
+    static let hubCrashes = SmallScenarios.make("small-hub-crashes") {
+        try $0.set(\.hubCrashes, to: 4)
+        try $0.set(\.hubOutageMs, to: 300)
+    }
+
+    @Test func theRealHubRestartsFromItsDurableStateAfterACrash() {
+        let runs = SmallScenarios.violations(Self.hubCrashes, checkDeterminism: true)
+        for (seed, violations) in runs.enumerated() { #expect(violations.isEmpty, "seed \(seed): \(violations)") }
+    }
+
+    @Test func lostWriteCheckerCatchesAHubThatRestartsFromNothing() {
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.hubCrashes, variant: .amnesiacHub, seeds: 0..<4), by: [.lostWrite],
+                              alsoAllowed: [.liveness, .referenceModel, .compensation, .convergence], "hub restarting from nothing")
+    }
+
     @Test func aVariantThatCannotFireSaysSo() throws {
         let scenario = try SmallScenarios.make("inert") { try $0.set(\.policy, to: .multiValue) }.resolved(seed: 0)
         #expect(BrokenVariant.oldestWins.inertReason(in: scenario) == "the policy is multi-value, not lww")
         let mesh = try SmallScenarios.mesh.resolved(seed: 0)
         #expect(BrokenVariant.revertingHub.inertReason(in: mesh) == "there is no hub in the mesh topology")
         #expect(BrokenVariant.guessingSender.inertReason(in: mesh) == nil)
+        #expect(BrokenVariant.readsPastGaps.inertReason(in: mesh) == "no device reads files in the mesh topology")
+        #expect(BrokenVariant.readsPastGaps.inertReason(in: try SmallScenarios.folder.resolved(seed: 0)) == nil)
+        #expect(BrokenVariant.amnesiacHub.inertReason(in: try SmallScenarios.plain.resolved(seed: 0)) == "the hub never crashes (hubCrashes = 0)")
     }
 
     @Test func invariantsAreCheckedAfterEveryStepInDebugBuildsOnly() throws {
-        for scenario in [SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure] {
+        for scenario in [SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure, SmallScenarios.folder] {
             let simulation = Simulation(try SimulationInput(scenario: scenario, seed: 1))
             let result = simulation.run()
             #expect(result.metrics.checks.events > 0)

@@ -13,7 +13,8 @@ struct TraceReplayShrinkTests {
         #expect(other.digest != first.digest)
     }
 
-    @Test(arguments: [SmallScenarios.plain, SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure])
+    @Test(arguments: [SmallScenarios.plain, SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure, SmallScenarios.folder,
+                      SimulationCheckerTests.hubCrashes])
     func replayingATraceReproducesTheReport(scenario: Scenario) throws {
         let input = try SimulationInput(scenario: scenario, seed: 3)
         let original = Simulation(input).run()
@@ -71,7 +72,7 @@ struct ScenarioTests {
         #expect(throws: ScenarioError("x.json: option \"loss\" must be a probability in 0...1, not 2")) {
             try Scenario(json: "{\"loss\": 2}", fileName: "x.json")
         }
-        #expect(throws: ScenarioError("x.json: option \"topology\" must be one of hub, mesh, not \"ring\"")) {
+        #expect(throws: ScenarioError("x.json: option \"topology\" must be one of hub, mesh, folder, not \"ring\"")) {
             try Scenario(json: "{\"topology\": \"ring\"}", fileName: "x.json")
         }
         #expect(throws: ScenarioError.self) { try Scenario(json: "{\"devices\": 3", fileName: "x.json") }

@@ -1,0 +1,81 @@
+import Converge
+@_spi(Testing) import ConvergeSharedFolder
+
+/// The folder topology: each device syncs with the real ``SharedFolderSync`` over its view
+/// of one ``SimulatedFolder``. A file a device writes is sent over the simulated network to
+/// each other device, as a file-sync service would carry it; its arrival makes the file
+/// visible there, so files arrive late, out of order, twice or never, and partitions, offline
+/// periods and crashes cut them as they cut messages. Compaction removes files everywhere at
+/// once. At the heal the service catches up: every file still in the folder is everywhere.
+///
+/// The reference model sees a file as a message: it carries what its writer knew when it wrote
+/// it, and a device that takes it (its replica's snapshot and every delta up to it, as the
+/// transport reports) learns that.
+extension Simulation {
+    /// A file of the folder the reference model follows.
+    struct PublishedFile {
+        var path: [String]
+        /// How the device views name it (``SharedFolderSync/Report/filesTaken``).
+        var name: String
+        /// The model's number for the file.
+        var message: Int
+    }
+
+    /// Device `d` syncs through the folder: writes its changes, then takes the other
+    /// replicas' files that have reached it.
+    func synchronizeThroughFolder(_ d: Int) {
+        changed(.device(d))
+        setClock(d)
+        let store = devices[d].store
+        let view = folder.view(for: d)
+        var transport = SharedFolderSync(files: view)
+        transport._guessesPublishedContext = hooks.senderGuessesPeerContext
+        transport._readsPastGaps = hooks.folderReadersReadPastGaps
+        let report: SharedFolderSync.Report
+        do { report = try transport.synchronize(store) } catch {
+            violations.append(Violation(.storage, "\(devices[d].id) could not sync through the folder: \(error)"))
+            return
+        }
+        // The file written carries what the device knew before it took the others' files:
+        // the transport writes first, then reads.
+        for written in folder.takeWrittenFiles() {
+            publish(written.path, account: store.account, writer: d, name: view.describe(written.path))
+        }
+        for name in report.filesTaken {
+            guard let file = publishedFiles.first(where: { $0.name == name }) else {
+                violations.append(Violation(.sync, "\(devices[d].id) took \(name), which no device wrote"))
+                continue
+            }
+            model.delivered(message: file.message, to: .device(d), currentAccount: store.account, lastCopy: false)
+        }
+        for skipped in report.skipped {
+            violations.append(Violation(.sync, "\(devices[d].id) skipped a file the simulator did not damage: \(skipped)"))
+        }
+        forgetRemovedFiles()
+        observeContext(d)
+        scheduleFlush(d)
+    }
+
+    /// A file device `writer` wrote: the model notes what it carries, and the network
+    /// carries it to every other device.
+    private func publish(_ path: [String], account: AccountID, writer: Int, name: String) {
+        let message = nextFileMessage
+        nextFileMessage -= 1
+        model.sent(message: message, from: .device(writer), account: account)
+        publishedFiles.append(PublishedFile(path: path, name: name, message: message))
+        guard let bytes = folder.bytes(at: path) else { return }
+        for reader in devices.indices where reader != writer {
+            if let id = transmit(bytes, from: .device(writer), to: .device(reader)) { fileDeliveries[id] = path }
+        }
+    }
+
+    /// Files compaction removed carry nothing any more: the model and the network forget them.
+    private func forgetRemovedFiles() {
+        guard publishedFiles.contains(where: { !folder.contains($0.path) }) else { return }
+        for file in publishedFiles where !folder.contains(file.path) {
+            model.dropped(message: file.message, lastCopy: true)
+        }
+        publishedFiles.removeAll { !folder.contains($0.path) }
+        fileDeliveries = fileDeliveries.filter { folder.contains($0.value) }
+    }
+}
