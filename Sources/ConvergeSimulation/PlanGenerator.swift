@@ -67,7 +67,11 @@ package enum PlanGenerator {
             events.append(TimedEvent(timeMs: at(), event: .switchAccount(device: generator.next(below: devices),
                                                                          durationMs: generator.next(in: 1...span))))
         }
-        // Drawn last, so that a scenario without hub crashes keeps the plan it always had.
+        // Drawn last, so that a scenario without these faults keeps the plan it always had.
+        for _ in 0..<options.clockJumps {
+            events.append(TimedEvent(timeMs: at(), event: .clockJump(device: generator.next(below: devices),
+                                                                     byMs: generator.next(in: -options.clockJumpMs...options.clockJumpMs))))
+        }
         if options.topology == .hub {
             for _ in 0..<options.hubCrashes {
                 events.append(TimedEvent(timeMs: at(), event: .hubCrash(downMs: options.hubOutageMs)))

@@ -96,7 +96,7 @@ extension Simulation {
         switch event {
         case .set, .remove, .synchronize, .read:
             performOperation(event)
-        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock:
+        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump:
             inject(event)
         }
     }

@@ -32,6 +32,9 @@ extension Simulation {
         case .clock(let d, let offset, let drift):
             devices[d].clockOffsetMs = offset
             devices[d].clockDriftPpm = drift
+        case .clockJump(let d, let by):
+            metrics.clockJumps += 1
+            devices[d].clockOffsetMs += by
         case .set, .remove, .synchronize, .read:
             preconditionFailure("not a fault: \(fault)")
         }

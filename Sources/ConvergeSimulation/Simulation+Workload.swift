@@ -21,7 +21,7 @@ extension Simulation {
             guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
             metrics.reads += 1
             if let value = devices[d].store.value(forKey: keyName(key)) { digest.update(value.encoded()) }
-        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock:
+        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump:
             preconditionFailure("not an operation: \(operation)")
         }
     }

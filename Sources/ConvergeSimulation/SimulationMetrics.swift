@@ -207,6 +207,8 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var hubOutages = 0
         /// Hub crashes, each followed by a restart from the hub's durable state.
         public var hubCrashes = 0
+        /// Jumps of a device's clock, backwards or forwards.
+        public var clockJumps = 0
         /// Device crashes.
         public var crashes = 0
         /// Writes a crash lost before the disk made them durable (never acknowledged).

@@ -228,6 +228,8 @@ package enum SimulationOptionTable {
         .integer("clockDriftPpm", \.clockDriftPpm, in: 0...100_000, swarm: 0...200, "largest clock drift, in parts per million"),
         .integer("aheadDevices", \.aheadDevices, in: 0...64, default: 0, "devices whose clock runs aheadMs ahead"),
         .integer("aheadMs", \.aheadMs, in: 0...604_800_000, default: 3_600_000, "how far ahead those clocks run"),
+        .integer("clockJumps", \.clockJumps, in: 0...10_000, default: 0, "times a device's clock jumps backwards or forwards"),
+        .integer("clockJumpMs", \.clockJumpMs, in: 1...604_800_000, default: 600_000, "largest clock jump, either way"),
         .integer("accountSwitches", \.accountSwitches, in: 0...10_000, swarm: 0...2, "devices switching to the second account and back"),
         .integer("retirementMs", \.retirementMs, in: 1...100_000_000_000, swarm: 5_000...20_000, "silence after which the hub retires a device"),
         .integer("returns", \.returns, in: 0...10_000, swarm: 0...1, "devices silent past retirement that come back"),

@@ -85,6 +85,11 @@ public struct SimulationOptions: Hashable, Sendable {
     public package(set) var aheadDevices = 0
     /// How far ahead the clocks of ``aheadDevices`` run.
     public package(set) var aheadMs = 0
+    /// Times a device's clock jumps (an NTP step, a user setting the time), each by up to
+    /// ``clockJumpMs`` backwards or forwards, from then on.
+    public package(set) var clockJumps = 0
+    /// The largest clock jump.
+    public package(set) var clockJumpMs = 0
     /// Devices that switch to the second account and back.
     public package(set) var accountSwitches = 0
     /// The silence after which the hub retires a device.

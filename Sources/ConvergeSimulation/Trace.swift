@@ -174,6 +174,7 @@ struct TraceLine: Codable {
         case .crash(let d, let down): type = "crash"; device = d; downMs = down
         case .switchAccount(let d, let duration): type = "switchAccount"; device = d; durationMs = duration
         case .clock(let d, let offset, let drift): type = "clock"; device = d; offsetMs = offset; driftPpm = drift
+        case .clockJump(let d, let by): type = "clockJump"; device = d; offsetMs = by
         }
     }
 
@@ -210,6 +211,9 @@ struct TraceLine: Codable {
             event = .clock(device: try required(device, "device", devices),
                            offsetMs: try required(offsetMs, "offsetMs", -604_800_000...604_800_000),
                            driftPpm: try required(driftPpm, "driftPpm", -100_000...100_000))
+        case "clockJump":
+            event = .clockJump(device: try required(device, "device", devices),
+                               byMs: try required(offsetMs, "offsetMs", -604_800_000...604_800_000))
         default: throw ScenarioError("unknown event type \"\(type)\"")
         }
         return TimedEvent(timeMs: try required(t, "t"), event: event)

@@ -166,6 +166,18 @@ struct SimulationCheckerTests {
         for (seed, violations) in runs.enumerated() { #expect(violations.isEmpty, "seed \(seed): \(violations)") }
     }
 
+    static let clockJumps = SmallScenarios.make("small-clock-jumps") {
+        try $0.set(\.clockJumps, to: 6)
+        try $0.set(\.clockJumpMs, to: 3_600_000)
+        try $0.set(\.removeWeight, to: 15)
+    }
+
+    @Test func everyCheckerHoldsWhenClocksJumpBackwardsAndForwards() {
+        for (seed, violations) in SmallScenarios.violations(Self.clockJumps, seeds: 0..<4).enumerated() {
+            #expect(violations.isEmpty, "seed \(seed): \(violations)")
+        }
+    }
+
     @Test func lostWriteCheckerCatchesAHubThatRestartsFromNothing() {
         Self.expectCaughtOnly(SmallScenarios.violations(Self.hubCrashes, variant: .amnesiacHub, seeds: 0..<4), by: [.lostWrite],
                               alsoAllowed: [.liveness, .referenceModel, .compensation, .convergence], "hub restarting from nothing")
