@@ -44,6 +44,9 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// The hub restarts from nothing after a crash, as if its durable state were lost.
     /// Caught by the no-lost-write checker (devices trusted it with writes it forgot).
     case amnesiacHub = "amnesiac-hub"
+    /// A full disk drops saves and reports success, so the store acknowledges writes that a
+    /// crash then loses. Caught by the no-lost-write checker.
+    case silentFullDisk = "silent-full-disk"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -68,6 +71,9 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
             return options.accountSwitches == 0 ? "no device switches account (accountSwitches = 0)" : nil
         case .readsPastGaps:
             return options.topology == .folder ? nil : "no device reads files in the \(options.topology.rawValue) topology"
+        case .silentFullDisk:
+            if options.diskFullPeriods == 0 { return "no disk is ever full (diskFullPeriods = 0)" }
+            return options.crashes == 0 ? "no device crashes, so nothing dropped is ever missed (crashes = 0)" : nil
         case .amnesiacHub:
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
             return options.hubCrashes == 0 ? "the hub never crashes (hubCrashes = 0)" : nil
@@ -110,6 +116,8 @@ struct VariantHooks {
     private(set) var folderReadersReadPastGaps = false
     /// Whether the hub restarts from nothing after a crash (``BrokenVariant/amnesiacHub``).
     private(set) var hubRestartsEmpty = false
+    /// Whether a full disk drops saves silently (``BrokenVariant/silentFullDisk``).
+    private(set) var diskDropsSavesWhenFull = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -128,6 +136,7 @@ struct VariantHooks {
         case .switchDropsOwnKeys: accountSwitchDropsOwnOnlyKeys = true
         case .readsPastGaps: folderReadersReadPastGaps = true
         case .amnesiacHub: hubRestartsEmpty = true
+        case .silentFullDisk: diskDropsSavesWhenFull = true
         }
     }
 

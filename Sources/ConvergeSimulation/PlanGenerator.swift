@@ -72,6 +72,9 @@ package enum PlanGenerator {
             events.append(TimedEvent(timeMs: at(), event: .clockJump(device: generator.next(below: devices),
                                                                      byMs: generator.next(in: -options.clockJumpMs...options.clockJumpMs))))
         }
+        for _ in 0..<options.diskFullPeriods {
+            events.append(TimedEvent(timeMs: at(), event: .diskFull(device: generator.next(below: devices), durationMs: options.diskFullMs)))
+        }
         if options.topology == .hub {
             for _ in 0..<options.hubCrashes {
                 events.append(TimedEvent(timeMs: at(), event: .hubCrash(downMs: options.hubOutageMs)))

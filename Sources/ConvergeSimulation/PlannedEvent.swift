@@ -19,6 +19,8 @@ package enum PlannedEvent: Hashable, Sendable {
     case switchAccount(device: Int, durationMs: Int)
     /// The device's clock: a fixed offset and a drift.
     case clock(device: Int, offsetMs: Int, driftPpm: Int)
+    /// The device's disk is full for `durationMs`: every save fails.
+    case diskFull(device: Int, durationMs: Int)
     /// The device's clock jumps by `byMs` (negative: backwards) and stays so.
     case clockJump(device: Int, byMs: Int)
 

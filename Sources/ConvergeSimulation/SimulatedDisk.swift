@@ -8,6 +8,9 @@ package final class SimulatedDisk: Storage {
     private struct Contents {
         var durable: StoredState?
         var pending: [Pending] = []
+        var full = false
+        /// A broken disk that, when full, drops saves and reports success.
+        var dropsSavesWhenFull = false
     }
 
     private enum Pending {
@@ -30,13 +33,45 @@ package final class SimulatedDisk: Storage {
     }
 
     /// Keeps `change` pending until the next ``flush()``.
+    ///
+    /// - Throws: A disk-full storage error while the disk ``isFull``; nothing is kept.
     package func save(_ change: StorageChange) throws(ConvergeError) {
-        contents.withLock { $0.pending.append(.save(change)) }
+        try contents.withLock { (contents: inout Contents) throws(ConvergeError) in
+            guard !contents.full else {
+                if contents.dropsSavesWhenFull { return }
+                throw Self.fullError
+            }
+            contents.pending.append(.save(change))
+        }
     }
 
     /// Keeps the replacement pending until the next ``flush()``.
+    ///
+    /// - Throws: A disk-full storage error while the disk ``isFull``; nothing is kept.
     package func replaceAll(with state: StoredState) throws(ConvergeError) {
-        contents.withLock { $0.pending.append(.replace(state)) }
+        try contents.withLock { (contents: inout Contents) throws(ConvergeError) in
+            guard !contents.full else {
+                if contents.dropsSavesWhenFull { return }
+                throw Self.fullError
+            }
+            contents.pending.append(.replace(state))
+        }
+    }
+
+    /// Whether every save fails, as on a full disk (what was saved before stays).
+    package var isFull: Bool {
+        get { contents.withLock { $0.full } }
+        set { contents.withLock { $0.full = newValue } }
+    }
+
+    /// Whether, when full, the disk drops saves and reports success (a broken variant).
+    package var dropsSavesWhenFull: Bool {
+        get { contents.withLock { $0.dropsSavesWhenFull } }
+        set { contents.withLock { $0.dropsSavesWhenFull = newValue } }
+    }
+
+    private static var fullError: ConvergeError {
+        .storage(.diskFull, path: "simulated-disk", operation: .write, detail: "no space left on the simulated device")
     }
 
     /// Whether anything is waiting to be made durable.

@@ -35,7 +35,7 @@ extension Simulation {
             return try SyncMessage.push(SyncPush(account: store.account, device: store.replicaID,
                                                  delta: state.delta(for: state.context))).encoded()
         } catch {
-            violations.append(Violation(.sync, "\(devices[d].id) could not make a request: \(error)"))
+            if !refusedOnFullDisk(d, error) { violations.append(Violation(.sync, "\(devices[d].id) could not make a request: \(error)")) }
             return nil
         }
     }
@@ -50,9 +50,18 @@ extension Simulation {
             return try SyncMessage.gossip(SyncGossip(account: store.account, sender: store.replicaID,
                                                      delta: state.delta(for: state.context), wantsReply: true)).encoded()
         } catch {
-            violations.append(Violation(.sync, "\(devices[d].id) could not make gossip: \(error)"))
+            if !refusedOnFullDisk(d, error) { violations.append(Violation(.sync, "\(devices[d].id) could not make gossip: \(error)")) }
             return nil
         }
+    }
+
+    /// Whether `error` is device `d`'s store refusing an operation because its disk is full
+    /// (an expected outcome of the disk-full fault, counted), not a failure.
+    func refusedOnFullDisk(_ d: Int, _ error: any Error) -> Bool {
+        guard devices[d].disk.isFull, case ConvergeError.storage(let failure)? = error as? ConvergeError,
+              failure.kind == .diskFull else { return false }
+        metrics.refusedOnFullDisk += 1
+        return true
     }
 
     /// Device `d` takes a message from the hub or a peer: its store carries it out, and
@@ -62,7 +71,9 @@ extension Simulation {
         setClock(d)
         let receipt: SyncReceipt
         do { receipt = try devices[d].store.receive(message) } catch {
-            violations.append(Violation(.storage, "\(devices[d].id) could not take a message: \(error)"))
+            // On a full disk the store refuses the message and changes nothing: the model is
+            // not told of it, so anything the store took anyway shows as a write it cannot know.
+            if !refusedOnFullDisk(d, error) { violations.append(Violation(.storage, "\(devices[d].id) could not take a message: \(error)")) }
             return
         }
         // A reply or gossip brings the device what its sender knew (if the device is still on

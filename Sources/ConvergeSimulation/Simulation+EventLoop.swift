@@ -13,6 +13,7 @@ extension Simulation {
         case offlineEnd(device: Int, id: Int)
         case hubOutageEnd(id: Int)
         case hubRestart(outage: Int)
+        case diskFullEnd(device: Int)
         case accountBack(device: Int)
         case heal
         case livenessCheck
@@ -72,6 +73,8 @@ extension Simulation {
             network.endHubOutage(id)
         case .hubRestart(let outage):
             restartHub(outage: outage)
+        case .diskFullEnd(let d):
+            devices[d].disk.isFull = false
         case .accountBack(let d):
             if devices[d].store.account != .default && !devices[d].crashed { switchAccount(d, to: .default) }
         case .heal:
@@ -96,7 +99,7 @@ extension Simulation {
         switch event {
         case .set, .remove, .synchronize, .read:
             performOperation(event)
-        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump:
+        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump, .diskFull:
             inject(event)
         }
     }

@@ -32,6 +32,11 @@ extension Simulation {
         case .clock(let d, let offset, let drift):
             devices[d].clockOffsetMs = offset
             devices[d].clockDriftPpm = drift
+        case .diskFull(let d, let duration):
+            guard !devices[d].disk.isFull else { return }
+            metrics.diskFullPeriods += 1
+            devices[d].disk.isFull = true
+            queue.schedule(.diskFullEnd(device: d), at: now + duration)
         case .clockJump(let d, let by):
             metrics.clockJumps += 1
             devices[d].clockOffsetMs += by
@@ -100,7 +105,7 @@ extension Simulation {
         do {
             try store.switchAccount(to: account)
         } catch {
-            violations.append(Violation(.storage, "\(devices[d].id) could not switch account: \(error)"))
+            if !refusedOnFullDisk(d, error) { violations.append(Violation(.storage, "\(devices[d].id) could not switch account: \(error)")) }
             return
         }
         metrics.accountSwitches += 1
@@ -116,6 +121,7 @@ extension Simulation {
         if options.topology == .folder { folder.deliverEverything(to: devices.indices) }
         healTime = now
         for d in devices.indices where devices[d].crashed { restart(d) }
+        for d in devices.indices { devices[d].disk.isFull = false }
         if hubDurableState != nil { restartHub(outage: -1) }
         queue.schedule(.livenessCheck, at: now + options.syncIntervalMs)
     }

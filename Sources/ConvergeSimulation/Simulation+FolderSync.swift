@@ -31,15 +31,20 @@ extension Simulation {
         var transport = SharedFolderSync(files: view)
         transport._guessesPublishedContext = hooks.senderGuessesPeerContext
         transport._readsPastGaps = hooks.folderReadersReadPastGaps
-        let report: SharedFolderSync.Report
-        do { report = try transport.synchronize(store) } catch {
-            violations.append(Violation(.storage, "\(devices[d].id) could not sync through the folder: \(error)"))
-            return
-        }
+        let outcome = Result { () throws(ConvergeError) in try transport.synchronize(store) }
         // The file written carries what the device knew before it took the others' files:
-        // the transport writes first, then reads.
+        // the transport writes first, then reads (and a failure while reading leaves it written).
         for written in folder.takeWrittenFiles() {
             publish(written.path, account: store.account, writer: d, name: view.describe(written.path))
+        }
+        let report: SharedFolderSync.Report
+        switch outcome {
+        case .success(let made): report = made
+        case .failure(let error):
+            if !refusedOnFullDisk(d, error) {
+                violations.append(Violation(.storage, "\(devices[d].id) could not sync through the folder: \(error)"))
+            }
+            return
         }
         for name in report.filesTaken {
             guard let file = publishedFiles.first(where: { $0.name == name }) else {

@@ -21,7 +21,7 @@ extension Simulation {
             guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
             metrics.reads += 1
             if let value = devices[d].store.value(forKey: keyName(key)) { digest.update(value.encoded()) }
-        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump:
+        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump, .diskFull:
             preconditionFailure("not an operation: \(operation)")
         }
     }
@@ -47,8 +47,8 @@ extension Simulation {
             try store.setValue(value, forKey: key)
         } catch {
             metrics.writesRefused += 1
-            // A removal only ever shrinks usage: nothing may refuse it.
-            if value == nil { report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) refused to remove \(key): \(error)")) }
+            // A removal only ever shrinks usage: nothing but a full disk may refuse it.
+            if value == nil && !refusedOnFullDisk(d, error) { report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) refused to remove \(key): \(error)")) }
             return
         }
         let usageAfter = store.usage

@@ -91,6 +91,7 @@ public final class Simulation {
             var device = SimulatedDevice(index: index, quota: quota, policies: MergePolicies(default: policy))
             device.removesAreNoOps = hooks.removesAreNoOps
             device.accountSwitchDropsOwnOnlyKeys = hooks.accountSwitchDropsOwnOnlyKeys
+            device.disk.dropsSavesWhenFull = hooks.diskDropsSavesWhenFull
             device.breakStore()
             devices.append(device)
         }

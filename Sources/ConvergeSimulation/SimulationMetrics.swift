@@ -209,6 +209,10 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var hubCrashes = 0
         /// Jumps of a device's clock, backwards or forwards.
         public var clockJumps = 0
+        /// Periods a device's disk was full.
+        public var diskFullPeriods = 0
+        /// Store operations refused because the disk was full (writes, messages, switches).
+        public var refusedOnFullDisk = 0
         /// Device crashes.
         public var crashes = 0
         /// Writes a crash lost before the disk made them durable (never acknowledged).

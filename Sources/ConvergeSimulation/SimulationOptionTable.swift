@@ -223,6 +223,8 @@ package enum SimulationOptionTable {
                  "hub crashes: down for hubOutageMs, then restarted from its durable state (hub topology)"),
         .integer("crashes", \.crashes, in: 0...10_000, swarm: 0...3, "device crashes (volatile state lost)"),
         .integer("restartMs", \.restartMs, in: 1...100_000_000, swarm: 10...1_000, "time a crashed device stays down"),
+        .integer("diskFullPeriods", \.diskFullPeriods, in: 0...10_000, default: 0, "periods a device's disk is full (every save fails)"),
+        .integer("diskFullMs", \.diskFullMs, in: 1...100_000_000, default: 2_000, "length of a disk-full period"),
         .integer("flushIntervalMs", \.flushIntervalMs, in: 1...100_000_000, swarm: 10...500, "how often a device's disk makes writes durable"),
         .integer("clockSkewMs", \.clockSkewMs, in: 0...604_800_000, swarm: 0...500, "largest clock offset of a device, either way"),
         .integer("clockDriftPpm", \.clockDriftPpm, in: 0...100_000, swarm: 0...200, "largest clock drift, in parts per million"),

@@ -75,6 +75,11 @@ public struct SimulationOptions: Hashable, Sendable {
     public package(set) var crashes = 0
     /// How long a crashed device stays down.
     public package(set) var restartMs = 0
+    /// Periods a device's disk is full: every save fails, and the store must refuse what it
+    /// cannot save and change nothing.
+    public package(set) var diskFullPeriods = 0
+    /// The length of a disk-full period.
+    public package(set) var diskFullMs = 0
     /// How often a device's disk makes its writes durable.
     public package(set) var flushIntervalMs = 0
     /// The largest clock offset of a device, either way.

@@ -175,6 +175,7 @@ struct TraceLine: Codable {
         case .switchAccount(let d, let duration): type = "switchAccount"; device = d; durationMs = duration
         case .clock(let d, let offset, let drift): type = "clock"; device = d; offsetMs = offset; driftPpm = drift
         case .clockJump(let d, let by): type = "clockJump"; device = d; offsetMs = by
+        case .diskFull(let d, let duration): type = "diskFull"; device = d; durationMs = duration
         }
     }
 
@@ -211,6 +212,8 @@ struct TraceLine: Codable {
             event = .clock(device: try required(device, "device", devices),
                            offsetMs: try required(offsetMs, "offsetMs", -604_800_000...604_800_000),
                            driftPpm: try required(driftPpm, "driftPpm", -100_000...100_000))
+        case "diskFull":
+            event = .diskFull(device: try required(device, "device", devices), durationMs: try required(durationMs, "durationMs"))
         case "clockJump":
             event = .clockJump(device: try required(device, "device", devices),
                                byMs: try required(offsetMs, "offsetMs", -604_800_000...604_800_000))

@@ -1,3 +1,4 @@
+import Converge
 import ConvergeSimulation
 import Testing
 
@@ -176,6 +177,31 @@ struct SimulationCheckerTests {
         for (seed, violations) in SmallScenarios.violations(Self.clockJumps, seeds: 0..<4).enumerated() {
             #expect(violations.isEmpty, "seed \(seed): \(violations)")
         }
+    }
+
+    static let diskFull = SmallScenarios.make("small-disk-full") {
+        try $0.set(\.diskFullPeriods, to: 6)
+        try $0.set(\.diskFullMs, to: 1_000)
+        try $0.set(\.crashes, to: 6)
+        try $0.set(\.removeWeight, to: 15)
+    }
+
+    @Test func aFullDiskRefusesWhatItCannotSaveAndChangesNothing() {
+        for (seed, violations) in SmallScenarios.violations(Self.diskFull, seeds: 0..<4).enumerated() {
+            #expect(violations.isEmpty, "seed \(seed): \(violations)")
+        }
+        for topology in [SyncTopology.mesh, .folder] {
+            var scenario = Self.diskFull
+            try! scenario.set(\.topology, to: topology)
+            for (seed, violations) in SmallScenarios.violations(scenario, seeds: 0..<2).enumerated() {
+                #expect(violations.isEmpty, "\(topology) seed \(seed): \(violations)")
+            }
+        }
+    }
+
+    @Test func lostWriteCheckerCatchesADiskThatDropsSavesWhenFull() {
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.diskFull, variant: .silentFullDisk, seeds: 0..<6), by: [.lostWrite],
+                              alsoAllowed: [.liveness, .referenceModel, .convergence], "full disk dropping saves")
     }
 
     @Test func lostWriteCheckerCatchesAHubThatRestartsFromNothing() {

@@ -14,7 +14,8 @@ struct TraceReplayShrinkTests {
     }
 
     @Test(arguments: [SmallScenarios.plain, SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure, SmallScenarios.folder,
-                      SimulationCheckerTests.hubCrashes, SimulationCheckerTests.clockJumps])
+                      SimulationCheckerTests.hubCrashes, SimulationCheckerTests.clockJumps,
+                      SimulationCheckerTests.diskFull])
     func replayingATraceReproducesTheReport(scenario: Scenario) throws {
         let input = try SimulationInput(scenario: scenario, seed: 3)
         let original = Simulation(input).run()
