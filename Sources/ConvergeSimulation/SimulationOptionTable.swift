@@ -219,19 +219,13 @@ package enum SimulationOptionTable {
         .integer("offlineMs", \.offlineMs, in: 1...100_000_000, swarm: 500...5_000, "length of an offline period"),
         .integer("hubOutages", \.hubOutages, in: 0...10_000, swarm: 0...2, "periods the hub is down"),
         .integer("hubOutageMs", \.hubOutageMs, in: 1...100_000_000, swarm: 200...3_000, "length of a hub outage"),
-        .integer("hubCrashes", \.hubCrashes, in: 0...10_000, default: 0,
-                 "hub crashes: down for hubOutageMs, then restarted from its durable state (hub topology)"),
         .integer("crashes", \.crashes, in: 0...10_000, swarm: 0...3, "device crashes (volatile state lost)"),
         .integer("restartMs", \.restartMs, in: 1...100_000_000, swarm: 10...1_000, "time a crashed device stays down"),
-        .integer("diskFullPeriods", \.diskFullPeriods, in: 0...10_000, default: 0, "periods a device's disk is full (every save fails)"),
-        .integer("diskFullMs", \.diskFullMs, in: 1...100_000_000, default: 2_000, "length of a disk-full period"),
         .integer("flushIntervalMs", \.flushIntervalMs, in: 1...100_000_000, swarm: 10...500, "how often a device's disk makes writes durable"),
         .integer("clockSkewMs", \.clockSkewMs, in: 0...604_800_000, swarm: 0...500, "largest clock offset of a device, either way"),
         .integer("clockDriftPpm", \.clockDriftPpm, in: 0...100_000, swarm: 0...200, "largest clock drift, in parts per million"),
         .integer("aheadDevices", \.aheadDevices, in: 0...64, default: 0, "devices whose clock runs aheadMs ahead"),
         .integer("aheadMs", \.aheadMs, in: 0...604_800_000, default: 3_600_000, "how far ahead those clocks run"),
-        .integer("clockJumps", \.clockJumps, in: 0...10_000, default: 0, "times a device's clock jumps backwards or forwards"),
-        .integer("clockJumpMs", \.clockJumpMs, in: 1...604_800_000, default: 600_000, "largest clock jump, either way"),
         .integer("accountSwitches", \.accountSwitches, in: 0...10_000, swarm: 0...2, "devices switching to the second account and back"),
         .integer("retirementMs", \.retirementMs, in: 1...100_000_000_000, swarm: 5_000...20_000, "silence after which the hub retires a device"),
         .integer("returns", \.returns, in: 0...10_000, swarm: 0...1, "devices silent past retirement that come back"),
@@ -245,6 +239,15 @@ package enum SimulationOptionTable {
         .integer("quietTailMs", \.quietTailMs, in: 0...100_000_000, default: 0,
                  "after the last operation, how long faults and loss go on with only syncs, before the heal"),
         .probability("healedLoss", \.healedLoss, default: 0, "probability a message is still lost after the heal (a partial heal)"),
+        // Options added later go here, at the end: resolving a scenario draws once per option in
+        // table order, so an option inserted earlier would change every later option's draw
+        // for a given seed (and every recorded seed's run).
+        .integer("hubCrashes", \.hubCrashes, in: 0...10_000, default: 0,
+                 "hub crashes: down for hubOutageMs, then restarted from its durable state (hub topology)"),
+        .integer("diskFullPeriods", \.diskFullPeriods, in: 0...10_000, default: 0, "periods a device's disk is full (every save fails)"),
+        .integer("diskFullMs", \.diskFullMs, in: 1...100_000_000, default: 2_000, "length of a disk-full period"),
+        .integer("clockJumps", \.clockJumps, in: 0...10_000, default: 0, "times a device's clock jumps backwards or forwards"),
+        .integer("clockJumpMs", \.clockJumpMs, in: 1...604_800_000, default: 600_000, "largest clock jump, either way"),
     ]
 
     /// The option called `name`, or `nil`.
