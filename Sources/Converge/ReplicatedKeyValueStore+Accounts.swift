@@ -27,6 +27,7 @@ extension ReplicatedKeyValueStore {
             var next = try metadata.removeValue(forKey: Self.accountCacheKey(newAccount)).map { bytes throws(ConvergeError) in
                 try ReplicatedMap(encoded: bytes)
             } ?? ReplicatedMap()
+            if state.leakyAccountSwitch { _ = next.join(state.map) }
             if state.brokenAccountSwitch {
                 next = try ReplicatedMap(entries: next.entries.filter { !$0.value.allSatisfy { $0.dot.replica == replicaID } },
                                          context: next.context)
@@ -63,21 +64,4 @@ extension ReplicatedKeyValueStore {
 
     static let currentAccountKey = "account"
     static func accountCacheKey(_ account: AccountID) -> String { "account-cache:" + account.rawValue }
-}
-
-// Deliberately broken behaviours, switched on only by the simulator runs and tests that show
-// its checkers catch them. Behind `@_spi(Testing)`: an app never sees them.
-extension ReplicatedKeyValueStore {
-    /// Every removal is accepted and does nothing.
-    @_spi(Testing) public var _removesAreNoOps: Bool {
-        get { state.withLock { $0.brokenRemoves } }
-        set { state.withLock { $0.brokenRemoves = newValue } }
-    }
-
-    /// Switching to an account drops the keys of its kept-aside data that only this device
-    /// wrote.
-    @_spi(Testing) public var _accountSwitchDropsOwnOnlyKeys: Bool {
-        get { state.withLock { $0.brokenAccountSwitch } }
-        set { state.withLock { $0.brokenAccountSwitch = newValue } }
-    }
 }

@@ -165,7 +165,8 @@ extension ReplicatedKeyValueStore.State {
         // replica. Refuse it instead.
         try ReplicatedMap.validate(entries: delta.entries, context: delta.context)
         var next = map
-        let changed = next.apply(delta)
+        let changed = next.apply(brokenJoin ? ReplicatedMap.Delta(entries: delta.entries.filter { map.entries[$0.key] == nil },
+                                                                  context: delta.context) : delta)
         return commit(next, changedKeys: changed, observing: delta.entries, reason: reason, recording: &change)
     }
 
@@ -174,7 +175,7 @@ extension ReplicatedKeyValueStore.State {
     mutating func join(_ other: ReplicatedMap, reason: ChangeReason,
                        recording change: inout StorageChange?) -> ReplicatedKeyValueStore.MergeOutcome {
         var next = map
-        let changed = next.join(other)
+        let changed = next.join(brokenJoin ? Self.leftBiased(other, over: map) : other)
         return commit(next, changedKeys: changed, observing: other.entries, reason: reason, recording: &change)
     }
 

@@ -52,6 +52,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         /// Deliberately broken behaviours for the simulator's checkers (see ``_removesAreNoOps``).
         var brokenRemoves = false
         var brokenAccountSwitch = false
+        var leakyAccountSwitch = false
+        var brokenSoftQuota = false
+        var brokenJoin = false
     }
 
     struct Observers: Sendable {
@@ -134,7 +137,9 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// - Complexity: O(*v*) in the size of the values involved, plus the storage's cost.
     public func setValue(_ value: Value?, forKey key: String) throws(ConvergeError) {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
-            try quota.check(writing: value, forKey: key, in: state.map)
+            if !(state.brokenSoftQuota && !quota.admits(state.map.usage)) {
+                try quota.check(writing: value, forKey: key, in: state.map)
+            }
             if value == nil && state.brokenRemoves { return WritePlan(result: ()) }
             var clock = state.clock
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())

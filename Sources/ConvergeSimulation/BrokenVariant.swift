@@ -6,7 +6,9 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// Devices compute what they send for their own context instead of the one the peer
     /// (or hub) reported. Caught by the convergence checker.
     case guessingSender = "guessing-sender"
-    /// The CRDT-law checker's join keeps the left state. Caught by the law checker.
+    /// The stores' join keeps their own siblings of every key they hold (taking only new
+    /// keys and the other side's context). Caught by the CRDT-law checker, which tests the
+    /// stores' own join.
     case leftBiasedJoin = "left-biased-join"
     /// Odd-numbered devices read with another policy. Caught by the convergence checker
     /// (identical visible values).
@@ -47,6 +49,12 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// A full disk drops saves and reports success, so the store acknowledges writes that a
     /// crash then loses. Caught by the no-lost-write checker.
     case silentFullDisk = "silent-full-disk"
+    /// Switching account keeps the old account's data, merged into the new one's. Caught by
+    /// the account checker.
+    case leakyAccountSwitch = "leaky-account-switch"
+    /// A store over the soft quota (mesh, folder) accepts writes that grow usage. Caught by
+    /// the quota checker.
+    case growsOverSoftQuota = "grows-over-soft-quota"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -71,6 +79,10 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
             return options.accountSwitches == 0 ? "no device switches account (accountSwitches = 0)" : nil
         case .readsPastGaps:
             return options.topology == .folder ? nil : "no device reads files in the \(options.topology.rawValue) topology"
+        case .leakyAccountSwitch:
+            return options.accountSwitches == 0 ? "no device switches account (accountSwitches = 0)" : nil
+        case .growsOverSoftQuota:
+            return options.topology == .hub ? "the quota is not soft in the hub topology (the hub compensates)" : nil
         case .silentFullDisk:
             if options.diskFullPeriods == 0 { return "no disk is ever full (diskFullPeriods = 0)" }
             return options.crashes == 0 ? "no device crashes, so nothing dropped is ever missed (crashes = 0)" : nil
@@ -91,8 +103,8 @@ struct VariantHooks {
     /// Whether devices send a delta for their own context instead of the one the hub or
     /// peer reported (``BrokenVariant/guessingSender``).
     private(set) var senderGuessesPeerContext = false
-    /// Whether the CRDT-law checker's join keeps its left state (``BrokenVariant/leftBiasedJoin``).
-    private(set) var lawCheckerJoinKeepsLeft = false
+    /// Whether the stores' join keeps their own siblings (``BrokenVariant/leftBiasedJoin``).
+    private(set) var storesJoinKeepingOwnSiblings = false
     /// Whether odd-numbered devices read with another policy (``BrokenVariant/readerDependentPolicy``).
     private(set) var oddDevicesReadWithAnotherPolicy = false
     /// Whether the hub drops quota-breaking writes without a compensating write
@@ -118,12 +130,16 @@ struct VariantHooks {
     private(set) var hubRestartsEmpty = false
     /// Whether a full disk drops saves silently (``BrokenVariant/silentFullDisk``).
     private(set) var diskDropsSavesWhenFull = false
+    /// Whether switching account keeps the old account's data (``BrokenVariant/leakyAccountSwitch``).
+    private(set) var accountSwitchKeepsOldData = false
+    /// Whether a store over the soft quota accepts growth (``BrokenVariant/growsOverSoftQuota``).
+    private(set) var storesGrowWhileOverQuota = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
         case nil: break
         case .guessingSender: senderGuessesPeerContext = true
-        case .leftBiasedJoin: lawCheckerJoinKeepsLeft = true
+        case .leftBiasedJoin: storesJoinKeepingOwnSiblings = true
         case .readerDependentPolicy: oddDevicesReadWithAnotherPolicy = true
         case .forgetfulHub: hubForgetsCompensatingWrites = true
         case .earlyCollection: hubCollectsBeforeStable = true
@@ -137,6 +153,8 @@ struct VariantHooks {
         case .readsPastGaps: folderReadersReadPastGaps = true
         case .amnesiacHub: hubRestartsEmpty = true
         case .silentFullDisk: diskDropsSavesWhenFull = true
+        case .leakyAccountSwitch: accountSwitchKeepsOldData = true
+        case .growsOverSoftQuota: storesGrowWhileOverQuota = true
         }
     }
 

@@ -20,6 +20,9 @@ struct SimulatedDevice {
     /// Deliberately broken store behaviours of the run's variant, set again on every reopen.
     var removesAreNoOps = false
     var accountSwitchDropsOwnOnlyKeys = false
+    var accountSwitchKeepsOldData = false
+    var growsWhileOverQuota = false
+    var joinKeepsOwnSiblings = false
     /// The union of the default account's contexts this device has held.
     var observed = VersionVector()
 
@@ -50,5 +53,8 @@ struct SimulatedDevice {
     func breakStore() {
         if removesAreNoOps { store._removesAreNoOps = true }
         if accountSwitchDropsOwnOnlyKeys { store._accountSwitchDropsOwnOnlyKeys = true }
+        if accountSwitchKeepsOldData { store._accountSwitchKeepsOldData = true }
+        if growsWhileOverQuota { store._growsWhileOverQuota = true }
+        if joinKeepsOwnSiblings { store._joinKeepsOwnSiblings = true }
     }
 }

@@ -92,6 +92,9 @@ public final class Simulation {
             device.removesAreNoOps = hooks.removesAreNoOps
             device.accountSwitchDropsOwnOnlyKeys = hooks.accountSwitchDropsOwnOnlyKeys
             device.disk.dropsSavesWhenFull = hooks.diskDropsSavesWhenFull
+            device.accountSwitchKeepsOldData = hooks.accountSwitchKeepsOldData
+            device.growsWhileOverQuota = hooks.storesGrowWhileOverQuota
+            device.joinKeepsOwnSiblings = hooks.storesJoinKeepingOwnSiblings
             device.breakStore()
             devices.append(device)
         }

@@ -90,8 +90,25 @@ struct SimulationCheckerTests {
         Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .readerDependentPolicy), by: [.liveness], "reader-dependent policy")
     }
 
-    @Test func lawCheckerCatchesANonCommutativeJoin() {
-        Self.expectCaught(SmallScenarios.violations(SmallScenarios.plain, variant: .leftBiasedJoin), by: [.crdtLaws], "left-biased join")
+    @Test func lawCheckerCatchesStoresWhoseJoinIsNotCommutative() {
+        // The stores themselves join left-biased, so they also lose writes and diverge.
+        Self.expectCaughtOnly(SmallScenarios.violations(SmallScenarios.plain, variant: .leftBiasedJoin), by: [.crdtLaws],
+                              alsoAllowed: [.lostWrite, .referenceModel, .liveness, .convergence], "left-biased join")
+    }
+
+    @Test func accountCheckerCatchesASwitchThatKeepsTheOldAccountsData() {
+        let switching = SmallScenarios.make("small-leaky-switching") {
+            try $0.set(\.accountSwitches, to: 4)
+        }
+        Self.expectCaughtOnly(SmallScenarios.violations(switching, variant: .leakyAccountSwitch, seeds: 0..<4), by: [.accounts],
+                              alsoAllowed: [.lostWrite, .referenceModel, .liveness, .convergence], "leaky account switch")
+    }
+
+    @Test func quotaCheckerCatchesAStoreThatGrowsWhileOverTheSoftQuota() {
+        var scenario = SmallScenarios.quotaPressure
+        try! scenario.set(\.topology, to: .mesh)
+        Self.expectCaughtOnly(SmallScenarios.violations(scenario, variant: .growsOverSoftQuota, seeds: 0..<4), by: [.quota],
+                              "growth over the soft quota")
     }
 
     @Test func quotaCheckerCatchesAHubThatEnforcesNoQuota() {

@@ -1,0 +1,58 @@
+// Deliberately broken behaviours, switched on only by the simulator runs and tests that show
+// its checkers catch them. Behind `@_spi(Testing)`: an app never sees them.
+extension ReplicatedKeyValueStore {
+    /// Every removal is accepted and does nothing.
+    @_spi(Testing) public var _removesAreNoOps: Bool {
+        get { state.withLock { $0.brokenRemoves } }
+        set { state.withLock { $0.brokenRemoves = newValue } }
+    }
+
+    /// Switching to an account drops the keys of its kept-aside data that only this device
+    /// wrote.
+    @_spi(Testing) public var _accountSwitchDropsOwnOnlyKeys: Bool {
+        get { state.withLock { $0.brokenAccountSwitch } }
+        set { state.withLock { $0.brokenAccountSwitch = newValue } }
+    }
+
+    /// Switching to an account keeps the old account's data too, merged into the new one's.
+    @_spi(Testing) public var _accountSwitchKeepsOldData: Bool {
+        get { state.withLock { $0.leakyAccountSwitch } }
+        set { state.withLock { $0.leakyAccountSwitch = newValue } }
+    }
+
+    /// A store over its quota (merges took it there: the mesh's soft quota) accepts writes
+    /// that grow usage.
+    @_spi(Testing) public var _growsWhileOverQuota: Bool {
+        get { state.withLock { $0.brokenSoftQuota } }
+        set { state.withLock { $0.brokenSoftQuota = newValue } }
+    }
+
+    /// Merging keeps this store's siblings of every key it already holds and takes only the
+    /// other side's new keys and context: a join biased to the left.
+    @_spi(Testing) public var _joinKeepsOwnSiblings: Bool {
+        get { state.withLock { $0.brokenJoin } }
+        set { state.withLock { $0.brokenJoin = newValue } }
+    }
+
+    /// `a` joined with `b` as this store joins what it receives (left-biased under
+    /// ``_joinKeepsOwnSiblings``): what the simulator's CRDT-law checker tests.
+    @_spi(Testing) public func _joined(_ a: ReplicatedMap, _ b: ReplicatedMap) -> ReplicatedMap {
+        var result = a
+        if state.withLock({ $0.brokenJoin }) {
+            _ = result.join(State.leftBiased(b, over: a))
+        } else {
+            _ = result.join(b)
+        }
+        return result
+    }
+}
+
+extension ReplicatedKeyValueStore.State {
+    /// What a left-biased join takes of `other`: its siblings of keys `own` does not hold,
+    /// and its whole context (``ReplicatedKeyValueStore/_joinKeepsOwnSiblings``): it claims to
+    /// have seen the writes it left out.
+    static func leftBiased(_ other: ReplicatedMap, over own: ReplicatedMap) -> ReplicatedMap {
+        let entries = other.entries.filter { own.entries[$0.key] == nil }
+        return (try? ReplicatedMap(entries: entries, context: other.context)) ?? other
+    }
+}
