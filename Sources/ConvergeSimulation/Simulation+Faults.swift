@@ -71,8 +71,9 @@ extension Simulation {
         queue.schedule(.hubRestart(outage: outage), at: now + downMs)
     }
 
-    /// The hub restarts: a new hub reads every account back from its durable state.
-    func restartHub(outage: Int) {
+    /// The hub restarts: a new hub reads every account back from its durable state, and the
+    /// crash's `outage` ends (none to end at the heal, which ended every outage).
+    func restartHub(outage: Int?) {
         guard let durable = hubDurableState else { return }
         hubDurableState = nil
         var restarted = Self.makeHub(options: options, hooks: hooks)
@@ -83,7 +84,7 @@ extension Simulation {
         }
         hub = restarted
         changed(.hub)
-        network.endHubOutage(outage)
+        if let outage { network.endHubOutage(outage) }
     }
 
     func restart(_ d: Int) {
@@ -122,7 +123,7 @@ extension Simulation {
         healTime = now
         for d in devices.indices where devices[d].crashed { restart(d) }
         for d in devices.indices { devices[d].disk.isFull = false }
-        if hubDurableState != nil { restartHub(outage: -1) }
+        if hubDurableState != nil { restartHub(outage: nil) }
         queue.schedule(.livenessCheck, at: now + options.syncIntervalMs)
     }
 }
