@@ -9,6 +9,13 @@ public struct Dot: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The replica's write counter, at least 1.
     public var counter: UInt64
 
+    /// The largest counter a replica issues or accepts (2^62).
+    ///
+    /// Decoding refuses a context or dot above it, and so does a store merging a delta, so
+    /// a peer can never raise a counter to where the next write would overflow; a replica
+    /// would need 2^62 writes of its own to reach it.
+    public static let maximumCounter: UInt64 = 1 << 62
+
     /// Creates the dot of write number `counter` (at least 1) of `replica`.
     public init(replica: ReplicaID, counter: UInt64) {
         precondition(counter >= 1, "dot counters start at 1")

@@ -18,6 +18,12 @@ public struct HybridTimestamp: Hashable, Comparable, Sendable, CustomStringConve
     /// The timestamp before every other.
     public static let zero = HybridTimestamp(wallMilliseconds: 0, logical: 0)
 
+    /// The latest wall time a timestamp may hold: the last millisecond of the year 9999.
+    ///
+    /// Decoding refuses a timestamp past it (and a store merging a delta does too), so no
+    /// clock ever comes near the end of its range.
+    public static let maximumWallMilliseconds: UInt64 = 253_402_300_799_999
+
     public static func < (lhs: HybridTimestamp, rhs: HybridTimestamp) -> Bool {
         (lhs.wallMilliseconds, lhs.logical) < (rhs.wallMilliseconds, rhs.logical)
     }
@@ -52,6 +58,9 @@ public struct HybridLogicalClock: Sendable, Hashable {
     public mutating func tick(nowMilliseconds: UInt64) -> HybridTimestamp {
         if nowMilliseconds > latest.wallMilliseconds {
             latest = HybridTimestamp(wallMilliseconds: nowMilliseconds, logical: 0)
+        } else if latest.logical == .max && latest.wallMilliseconds == .max {
+            // The end of time (only a physical clock reading UInt64.max gets here): stay
+            // there rather than trap.
         } else if latest.logical == .max {
             // Keep monotonicity without overflowing: borrow the next millisecond.
             latest = HybridTimestamp(wallMilliseconds: latest.wallMilliseconds + 1, logical: 0)
@@ -64,5 +73,20 @@ public struct HybridLogicalClock: Sendable, Hashable {
     /// Advances the clock past a timestamp received from another replica.
     public mutating func observe(_ remote: HybridTimestamp) {
         if remote > latest { latest = remote }
+    }
+
+    /// Advances the clock past a timestamp received from another replica, but not past the
+    /// wall time `bound` (the local physical time plus the largest clock offset tolerated,
+    /// as CockroachDB bounds the offset it accepts from other nodes).
+    ///
+    /// - Returns: `false` if `remote` lies beyond the bound: the clock then advances only to
+    ///   the bound, and the caller reports the timestamp.
+    public mutating func observe(_ remote: HybridTimestamp, notBeyond bound: UInt64) -> Bool {
+        guard remote.wallMilliseconds > bound else {
+            observe(remote)
+            return true
+        }
+        observe(HybridTimestamp(wallMilliseconds: bound, logical: 0))
+        return false
     }
 }

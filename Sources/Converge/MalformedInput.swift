@@ -43,6 +43,12 @@ public struct MalformedInput: Hashable, Sendable, CustomStringConvertible {
         /// A valid message that its receiver does not accept (a reply sent to a hub, a
         /// file of another account or replica).
         public static let unexpectedMessage = Problem(rawValue: "unexpectedMessage")
+        /// Bytes whose checksum does not match: damaged on a disk or on the way.
+        public static let damaged = Problem(rawValue: "damaged")
+        /// A write whose timestamp lies further ahead of the receiver's clock than the largest
+        /// clock offset it tolerates: the sender's clock is wrong (or hostile). Refused, not
+        /// adopted; it is accepted once the receiver's clock catches up.
+        public static let clockAhead = Problem(rawValue: "clockAhead")
         /// A value that does not have the shape of the `Codable` type asked for (or a
         /// type that cannot be encoded as a property list).
         public static let typeMismatch = Problem(rawValue: "typeMismatch")

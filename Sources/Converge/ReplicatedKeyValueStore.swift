@@ -49,6 +49,8 @@ public final class ReplicatedKeyValueStore: Sendable {
         /// The ID this replica's writes are stamped with: its incarnation's (see
         /// ``ReplicaID/incarnation(_:)``), recorded in the metadata.
         var writerID: ReplicaID
+        /// See ``ReplicatedKeyValueStore/maximumClockOffsetMilliseconds``.
+        var maximumClockOffsetMilliseconds: UInt64 = 2 * 24 * 3_600 * 1_000
         /// Deliberately broken behaviours for the simulator's checkers (see ``_removesAreNoOps``).
         var brokenRemoves = false
         var brokenAccountSwitch = false
@@ -261,11 +263,35 @@ public final class ReplicatedKeyValueStore: Sendable {
     @discardableResult
     public func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason = .serverChange) throws(ConvergeError) -> [String] {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<[String]> in
+            try checkReceivable(delta, in: state)
             var next = state
             var change: StorageChange?
             let outcome = try next.merge(delta, reason: reason, recording: &change)
             return WritePlan(update: change.map { .change($0) }, events: outcome.events, result: outcome.visibleChanges)
         }
+    }
+
+    /// How far ahead of this replica's physical clock a received write's timestamp may lie
+    /// (two days by default): a message or delta holding one further ahead is refused with
+    /// ``MalformedInput/Problem/clockAhead`` and changes nothing, as CockroachDB refuses a
+    /// node whose clock is off by more than its maximum offset. The hybrid clock is then
+    /// never dragged into the future by a peer whose clock is wrong, or hostile; the write
+    /// is accepted once this clock catches up. A hub tolerates one day by default
+    /// (``HubSyncMachine/maximumClockOffsetMilliseconds``), less than a device, so what a
+    /// hub accepted is not refused by a device whose clock is a little behind the hub's.
+    public var maximumClockOffsetMilliseconds: UInt64 {
+        get { state.withLock { $0.maximumClockOffsetMilliseconds } }
+        set { state.withLock { $0.maximumClockOffsetMilliseconds = newValue } }
+    }
+
+    /// Refuses a delta from a peer or hub that holds counters or timestamps out of range,
+    /// or a write stamped further ahead of this replica's clock than
+    /// ``maximumClockOffsetMilliseconds``.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)``.
+    func checkReceivable(_ delta: ReplicatedMap.Delta, in state: State) throws(ConvergeError) {
+        try delta.checkBounds()
+        try delta.checkTimestamps(notAfter: physicalClock.nowMilliseconds().addingSaturating(state.maximumClockOffsetMilliseconds))
     }
 
     /// What a merge changed: the keys whose visible values changed, and the events to emit

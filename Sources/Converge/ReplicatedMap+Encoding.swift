@@ -50,6 +50,9 @@ extension VersionVector {
             }
             let counter = try reader.readVarint()
             guard counter > 0 else { throw .malformed(.outOfRange, "zero counter for \(replica)", at: at) }
+            guard counter <= Dot.maximumCounter else {
+                throw .malformed(.outOfRange, "counter \(counter) of \(replica) exceeds the maximum \(Dot.maximumCounter)", at: at)
+            }
             entries.append((replica, counter))
         }
         return entries
@@ -76,8 +79,7 @@ extension ReplicatedMap.Delta {
                 }
                 writer.writeVarint(UInt64(position))
                 writer.writeVarint(sibling.dot.counter)
-                writer.writeVarint(sibling.timestamp.wallMilliseconds)
-                writer.writeVarint(UInt64(sibling.timestamp.logical))
+                sibling.timestamp.encode(into: &writer)
                 if let value = sibling.value {
                     writer.writeByte(1)
                     value.encode(into: &writer)
@@ -128,9 +130,7 @@ extension ReplicatedMap.Delta {
                 guard counter >= 1, counter <= replica.counter else {
                     throw .malformed(.notCovered, "dot \(replica.replica):\(counter) not covered by the context", at: siblingAt)
                 }
-                let wall = try reader.readVarint()
-                let logicalRaw = try reader.readVarint()
-                guard logicalRaw <= UInt64(UInt32.max) else { throw .malformed(.outOfRange, "logical clock out of range", at: siblingAt) }
+                let timestamp = try HybridTimestamp(from: &reader, at: siblingAt)
                 let value: Value?
                 switch try reader.readByte() {
                 case 0: value = nil
@@ -138,7 +138,7 @@ extension ReplicatedMap.Delta {
                 case let flag: throw .malformed(.unknownTag, "unknown sibling flag \(flag)", at: siblingAt)
                 }
                 let sibling = Sibling(dot: Dot(replica: replica.replica, counter: counter),
-                                      timestamp: HybridTimestamp(wallMilliseconds: wall, logical: UInt32(logicalRaw)),
+                                      timestamp: timestamp,
                                       value: value)
                 if let last = siblings.last, !(last.dot < sibling.dot) {
                     throw .malformed(.nonCanonical, "siblings not in strictly increasing dot order", at: siblingAt)
@@ -168,5 +168,26 @@ extension ReplicatedMap {
     public init(encoded bytes: [UInt8], limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
         let delta = try Delta(encoded: bytes, limits: limits)
         try self.init(entries: delta.entries, context: delta.context)
+    }
+}
+
+extension HybridTimestamp {
+    /// Appends the encoding: wall milliseconds and logical counter, as varints.
+    package func encode(into writer: inout BinaryWriter) {
+        writer.writeVarint(wallMilliseconds)
+        writer.writeVarint(UInt64(logical))
+    }
+
+    /// Reads a timestamp, refusing a wall time past ``maximumWallMilliseconds`` and a
+    /// logical counter past `UInt32.max`.
+    package init(from reader: inout BinaryReader, at offset: Int? = nil) throws(ConvergeError) {
+        let at = offset ?? reader.offset
+        let wall = try reader.readVarint()
+        guard wall <= Self.maximumWallMilliseconds else {
+            throw .malformed(.outOfRange, "timestamp \(wall) ms lies past the year 9999", at: at)
+        }
+        let logical = try reader.readVarint()
+        guard logical <= UInt64(UInt32.max) else { throw .malformed(.outOfRange, "logical clock out of range", at: at) }
+        self.init(wallMilliseconds: wall, logical: UInt32(logical))
     }
 }

@@ -293,7 +293,7 @@ public final class SQLiteStorage: Storage {
                 context = try decoding("the context") { () throws(ConvergeError) in try VersionVector(from: &reader) }
             } else {
                 clock = try decoding("the clock") { () throws(ConvergeError) in
-                    HybridTimestamp(wallMilliseconds: try reader.readVarint(), logical: UInt32(truncatingIfNeeded: try reader.readVarint()))
+                    try HybridTimestamp(from: &reader)
                 }
             }
         }
@@ -374,8 +374,7 @@ public final class SQLiteStorage: Storage {
         change.context.encode(into: &context)
         try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('context', ?)").run([.blob(context.bytes)])
         var clock = BinaryWriter()
-        clock.writeVarint(change.clock.wallMilliseconds)
-        clock.writeVarint(UInt64(change.clock.logical))
+        change.clock.encode(into: &clock)
         try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('clock', ?)").run([.blob(clock.bytes)])
         for name in change.metadata.keys.sortedByUTF8() {
             if let record = change.metadata[name]! {

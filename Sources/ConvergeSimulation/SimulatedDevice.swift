@@ -33,7 +33,14 @@ struct SimulatedDevice {
         self.policies = policies
         // An empty disk cannot fail to load.
         store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
     }
+
+    /// The clock offset a simulated store or hub tolerates: none that a run's clocks reach.
+    /// Runs set clocks wrong by up to weeks (`clockSkewMs`, `clockJumpMs`) to show that
+    /// replicas converge whatever their clocks say; a store refusing such a peer would stop
+    /// convergence by design, as `StoreTests` shows.
+    static let clockOffsetTolerance: UInt64 = 1 << 50
 
     /// Sets the clock to this device's reading of `virtualMilliseconds` (virtual time since
     /// the start of the run, which began at `base`): with its offset and drift.
@@ -46,6 +53,7 @@ struct SimulatedDevice {
     /// (their state is volatile: the next exchange starts from nothing reported).
     mutating func reopen() throws(ConvergeError) {
         store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
         breakStore()
     }
 

@@ -106,6 +106,7 @@ public final class Simulation {
         var hub = HubSyncMachine(hubID: "hub", quota: hooks.hubQuota(options.quota),
                                  policies: MergePolicies(default: options.policy.policy),
                                  retirementIntervalMilliseconds: UInt64(options.retirementMs))
+        hub.maximumClockOffsetMilliseconds = SimulatedDevice.clockOffsetTolerance
         hub._forgetsCompensatingWrites = hooks.hubForgetsCompensatingWrites
         hub._collectsBeforeStable = hooks.hubCollectsBeforeStable
         hub._revertsKeysEndingIn3 = hooks.hubRevertsKeysEndingIn3

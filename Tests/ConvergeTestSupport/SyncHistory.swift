@@ -242,7 +242,9 @@ public struct SyncRun {
                 return violations.append("step \(step): the hub got a request that does not decode")
             }
             var compensations: [HubCompensation] = []
-            guard let answer = hub.receive(request, nowMilliseconds: now, compensations: &compensations) else { return }
+            guard let answer = try? hub.receive(request, nowMilliseconds: now, compensations: &compensations) else {
+                return violations.append("step \(step): the hub refused a request")
+            }
             self.compensations += compensations.count
             if case .reply(let reply) = answer, reply.kind == .fullState { fullStateReplies += 1 }
             if case .upToDate = answer { upToDateAnswers += 1 }

@@ -64,7 +64,7 @@ struct InvariantTests {
         var hub = HubSyncMachine()
         var phone = ReplicatedMap()
         phone.write("v", forKey: "k", replica: "phone", timestamp: HybridTimestamp(wallMilliseconds: 100, logical: 0))
-        _ = hub.receive(SyncPush(account: .default, device: "phone", delta: phone.asDelta), nowMilliseconds: 1)
+        _ = try hub.receive(SyncPush(account: .default, device: "phone", delta: phone.asDelta), nowMilliseconds: 1)
         #expect(hub._invariantViolation(of: .default) == nil)
 
         var acknowledged = hub
@@ -72,7 +72,7 @@ struct InvariantTests {
         #expect(acknowledged._invariantViolation(of: .default) == "phone acknowledged [phone:9], beyond the hub's context [phone:1]")
 
         var retired = hub
-        retired.accounts[.default]!.retired.insert("phone")
+        retired.accounts[.default]!.retired["phone"] = VersionVector()
         #expect(retired._invariantViolation(of: .default) == "phone is both a member and retired")
 
         var clock = hub
@@ -129,11 +129,11 @@ struct InvariantTests {
         #expect(Self.trapMessage(map).contains("ReplicatedMap invariant broken: usage"))
         let hub = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             var hub = HubSyncMachine()
-            _ = hub.receive(SyncPush(account: .default, device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector())),
+            _ = try? hub.receive(SyncPush(account: .default, device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector())),
                             nowMilliseconds: 1)
-            hub.accounts[.default]!.retired.insert("tablet")
+            hub.accounts[.default]!.retired["tablet"] = VersionVector()
             hub.accounts[.default]!.members["tablet"] = hub.accounts[.default]!.members["phone"]
-            _ = hub.receive(SyncPush(account: .default, device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector())),
+            _ = try? hub.receive(SyncPush(account: .default, device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector())),
                             nowMilliseconds: 2)
         }
         #expect(Self.trapMessage(hub).contains("HubSyncMachine invariant broken in default: tablet is both a member and retired"))

@@ -39,7 +39,7 @@ extension HubSyncMachine {
         let context = state.map.context
         for device in state.members.keys.sorted() {
             let member = state.members[device]!
-            if state.retired.contains(device) { return "\(device) is both a member and retired" }
+            if state.retired[device] != nil { return "\(device) is both a member and retired" }
             if !member.acknowledged.isDominated(by: context) {
                 return "\(device) acknowledged \(member.acknowledged), beyond the hub's context \(context)"
             }
@@ -50,7 +50,7 @@ extension HubSyncMachine {
                 return "the last reply to \(device) announced the frontier \(member.lastReplyFrontier) beyond its context"
             }
         }
-        for device in state.awaitingFullState.keys.sorted() where state.members[device] == nil && !state.retired.contains(device) {
+        for device in state.awaitingFullState.keys.sorted() where state.members[device] == nil && state.retired[device] == nil {
             return "\(device) awaits a full state but is neither a member nor retired"
         }
         if !state.stability.safeFrontier.isDominated(by: context) {

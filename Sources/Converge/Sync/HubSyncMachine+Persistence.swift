@@ -6,7 +6,8 @@
 /// replicated state (as ``ReplicatedMap/Delta/encode(into:)``); the hub's clock (wall
 /// milliseconds, logical); the members in replica order, each with its acknowledged
 /// context, when it was last seen, and the context and frontier of the last reply it got;
-/// the retired devices in order; the returning devices awaiting a full state, with the
+/// the retired devices in order, each with the context of the last reply it got (format 2;
+/// format 1, still read, kept no context: the hub's own context stands in for it); the returning devices awaiting a full state, with the
 /// context last sent to each; the stability tracker's candidates (frontier, witnessed) in
 /// order and its safe frontier; and the counts of collected tombstones and compensating
 /// writes. The cache of the last collection is not kept: it only saves work, and observing
@@ -15,7 +16,7 @@ extension HubSyncMachine {
     /// The first byte of an encoded account state.
     package static let accountStateMagic: UInt8 = 0xC8
     /// The format version written.
-    package static let accountStateFormatVersion: UInt8 = 1
+    package static let accountStateFormatVersion: UInt8 = 2
 
     /// The durable encoding of `account`'s state, or `nil` if the hub holds nothing of it.
     ///
@@ -28,8 +29,7 @@ extension HubSyncMachine {
         writer.writeByte(Self.accountStateMagic)
         writer.writeByte(Self.accountStateFormatVersion)
         state.map.asDelta.encode(into: &writer)
-        writer.writeVarint(state.clock.latest.wallMilliseconds)
-        writer.writeVarint(UInt64(state.clock.latest.logical))
+        state.clock.latest.encode(into: &writer)
         writer.writeVarint(UInt64(state.members.count))
         for device in state.members.keys.sorted() {
             let member = state.members[device]!
@@ -40,7 +40,10 @@ extension HubSyncMachine {
             member.lastReplyFrontier.encode(into: &writer)
         }
         writer.writeVarint(UInt64(state.retired.count))
-        for device in state.retired.sorted() { writer.writeString(device.rawValue) }
+        for device in state.retired.keys.sorted() {
+            writer.writeString(device.rawValue)
+            state.retired[device]!.encode(into: &writer)
+        }
         writer.writeVarint(UInt64(state.awaitingFullState.count))
         for device in state.awaitingFullState.keys.sorted() {
             writer.writeString(device.rawValue)
@@ -69,17 +72,13 @@ extension HubSyncMachine {
             throw .malformed(.notConverge, "not the state of a hub account (bad magic byte)", at: 0)
         }
         let version = try reader.readByte()
-        guard version == Self.accountStateFormatVersion else {
+        guard version == 1 || version == Self.accountStateFormatVersion else {
             throw .malformed(.unsupportedVersion, "unsupported hub account format version \(version)", at: 1)
         }
         var state = AccountState()
         let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
         state.map = try ReplicatedMap(entries: delta.entries, context: delta.context)
-        let wall = try reader.readVarint()
-        let logicalAt = reader.offset
-        let logical = try reader.readVarint()
-        guard logical <= UInt64(UInt32.max) else { throw .malformed(.outOfRange, "logical clock out of range", at: logicalAt) }
-        state.clock = HybridLogicalClock(latest: HybridTimestamp(wallMilliseconds: wall, logical: UInt32(logical)))
+        state.clock = HybridLogicalClock(latest: try HybridTimestamp(from: &reader))
         let memberCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 5)
         var previous: ReplicaID?
         for _ in 0..<memberCount {
@@ -93,7 +92,10 @@ extension HubSyncMachine {
         }
         let retiredCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 2)
         previous = nil
-        for _ in 0..<retiredCount { state.retired.insert(try Self.readOrderedReplica(&reader, after: &previous)) }
+        for _ in 0..<retiredCount {
+            let device = try Self.readOrderedReplica(&reader, after: &previous)
+            state.retired[device] = version == 1 ? state.map.context : try VersionVector(from: &reader, limits: limits)
+        }
         let awaitingCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 3)
         previous = nil
         for _ in 0..<awaitingCount {

@@ -17,6 +17,10 @@ public struct HubSyncMachine: Sendable {
     public let policies: MergePolicies
     /// How long a member may stay silent before it is retired.
     public let retirementIntervalMilliseconds: UInt64
+    /// How far ahead of the hub's clock a pushed write's timestamp may lie: a push holding
+    /// one further ahead is refused (``MalformedInput/Problem/clockAhead``), so no device's
+    /// clock, wrong or hostile, drags the hub's clock along.
+    public var maximumClockOffsetMilliseconds: UInt64 = 24 * 3_600 * 1_000
     var accounts: [AccountID: AccountState] = [:]
 
     // Deliberately broken behaviours, switched on only by the tests and simulator runs that
@@ -33,7 +37,9 @@ public struct HubSyncMachine: Sendable {
         var map = ReplicatedMap()
         var clock = HybridLogicalClock()
         var members: [ReplicaID: Member] = [:]
-        var retired: Set<ReplicaID> = []
+        /// Retired devices, each with the context of the last reply the hub sent it: what it
+        /// may claim to have seen of other replicas when it returns.
+        var retired: [ReplicaID: VersionVector] = [:]
         /// Returning devices that have not yet shown they joined a full state, with the
         /// hub's context when it last sent them one.
         var awaitingFullState: [ReplicaID: VersionVector] = [:]
@@ -73,17 +79,49 @@ public struct HubSyncMachine: Sendable {
     ///
     /// - Complexity: O(*k* · *s*) for the keys of the push, plus O(*n*) to compute the
     ///   reply and collect tombstones.
-    public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64) -> SyncReply {
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` for a push the hub refuses (see
+    ///   ``check(_:nowMilliseconds:)``); the hub is then unchanged.
+    public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64) throws(ConvergeError) -> SyncReply {
         var compensations: [HubCompensation] = []
-        return receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
+        return try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
+    }
+
+    /// Refuses a push the hub must not apply: one from a device that claims the hub's own
+    /// replica ID, or one holding a write whose timestamp lies further ahead of the hub's
+    /// physical clock than ``maximumClockOffsetMilliseconds``.
+    ///
+    /// What a push claims to have seen needs no check: the hub believes a device's context
+    /// for other replicas only up to what it has sent that device (see
+    /// ``receive(_:nowMilliseconds:compensations:)``).
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` naming what is refused.
+    public func check(_ push: SyncPush, nowMilliseconds: UInt64) throws(ConvergeError) {
+        guard push.device.base != hubID.base else {
+            throw .malformed(.unexpectedMessage, "a push from device \(push.device), which is the hub's own replica ID")
+        }
+        try push.delta.checkTimestamps(notAfter: nowMilliseconds.addingSaturating(maximumClockOffsetMilliseconds))
     }
 
     /// Handles one push, returns the reply, and appends the compensating writes it made
     /// to `compensations` (for checkers and metrics that count every resolution).
-    public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64, compensations: inout [HubCompensation]) -> SyncReply {
+    ///
+    /// The push's context is believed for the device's own writes, and for other replicas'
+    /// only up to what the hub has sent that device (in the hub topology a device learns
+    /// others' writes only from the hub), raised to cover the writes the push carries: a
+    /// device cannot claim to have seen writes it never received, and so suppress them.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` for a push the hub refuses (see
+    ///   ``check(_:nowMilliseconds:)``); the hub is then unchanged.
+    public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64,
+                                 compensations: inout [HubCompensation]) throws(ConvergeError) -> SyncReply {
+        try check(push, nowMilliseconds: nowMilliseconds)
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
-        if state.retired.remove(push.device) != nil { state.awaitingFullState[push.device] = VersionVector() }
+        let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
+        var push = push
+        push.delta.context = Self.believable(push.delta, from: push.device, sent: sent)
+        if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = VersionVector() }
         // A returning device keeps getting the full state until it acknowledges one it was
         // sent after its return. Its context cannot show that: it may cover the hub's
         // context while the device still holds tombstones the hub collected meanwhile.
@@ -120,10 +158,15 @@ public struct HubSyncMachine: Sendable {
     /// compact ``SyncMessage/upToDate(_:)`` when a polling device already holds everything,
     /// including the stable frontier the hub last sent it, and nothing moved since; a reply
     /// otherwise.
-    public mutating func receive(_ request: SyncMessage, nowMilliseconds: UInt64, compensations: inout [HubCompensation]) -> SyncMessage? {
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` for a message that is not a push or a poll
+    ///   (``MalformedInput/Problem/unexpectedMessage``), or a push the hub refuses (see
+    ///   ``check(_:nowMilliseconds:)``); the hub is then unchanged.
+    public mutating func receive(_ request: SyncMessage, nowMilliseconds: UInt64,
+                                 compensations: inout [HubCompensation]) throws(ConvergeError) -> SyncMessage {
         switch request {
         case .push(let push):
-            return .reply(receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations))
+            return .reply(try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations))
         case .poll(let poll):
             // The poll stands for a push of nothing, acknowledging the context it names: the
             // context of the last reply if the digest matches, or else the last one known.
@@ -133,7 +176,7 @@ public struct HubSyncMachine: Sendable {
             let holdsLastReply = previous.map { SyncPoll.digest(context: $0.context, stableFrontier: $0.frontier) == poll.digest } ?? false
             if let previous, holdsLastReply { acknowledged = previous.context }
             let push = SyncPush(account: poll.account, device: poll.device, delta: ReplicatedMap.Delta(entries: [:], context: acknowledged))
-            let reply = receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
+            let reply = try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
             if let previous, reply.kind == .delta, reply.delta.entries.isEmpty, reply.rejectedKeys.isEmpty,
                holdsLastReply, reply.delta.context == previous.context,
                reply.stableFrontier == previous.frontier {
@@ -141,8 +184,22 @@ public struct HubSyncMachine: Sendable {
             }
             return .reply(reply)
         case .reply, .gossip, .upToDate:
-            return nil
+            throw .malformed(.unexpectedMessage, "the hub accepts only pushes and polls")
         }
+    }
+
+    /// What the hub believes of a push's context: all of it for the device's own writes;
+    /// for other replicas, no more than `sent` (what the hub sent the device), raised to
+    /// cover the writes the push carries.
+    static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, sent: VersionVector) -> VersionVector {
+        var believed = VersionVector()
+        for (replica, counter) in delta.context.counters {
+            believed.raise(replica, to: replica == device ? counter : min(counter, sent[replica]))
+        }
+        for siblings in delta.entries.values {
+            for sibling in siblings { believed.raise(sibling.dot.replica, to: sibling.dot.counter) }
+        }
+        return believed
     }
 
     /// Retires the members silent for longer than the retirement interval.
@@ -157,8 +214,8 @@ public struct HubSyncMachine: Sendable {
                 .keys.sorted()
             guard !silent.isEmpty else { continue }
             for device in silent {
+                state.retired[device] = state.members[device]!.lastReplyContext
                 state.members[device] = nil
-                state.retired.insert(device)
                 retired.append((account, device))
             }
             _ = collect(&state)
@@ -180,7 +237,7 @@ public struct HubSyncMachine: Sendable {
 
     /// The retired members of `account`, in order.
     public func retiredMembers(of account: AccountID) -> [ReplicaID] {
-        (accounts[account]?.retired.sorted()) ?? []
+        (accounts[account]?.retired.keys.sorted()) ?? []
     }
 
     /// How many compensating writes the hub has made in `account`.

@@ -51,18 +51,18 @@ public final class InMemoryHub: SyncTransport {
     /// Handles one encoded push or poll and returns the encoded answer, at once.
     ///
     /// - Throws: ``ConvergeError/unreachable(_:)`` if ``isReachable`` is `false`;
-    ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push or a poll. Either
+    ///   ``ConvergeError/malformed(_:)`` for bytes that are not a push or a poll, or a push
+    ///   the hub refuses (``HubSyncMachine/check(_:nowMilliseconds:)``). Either
     ///   way the hub is unchanged.
     /// - Complexity: That of the hub's ``HubSyncMachine`` handling the request.
     public func exchange(_ request: [UInt8]) throws(ConvergeError) -> [UInt8] {
         guard isReachable else { throw .unreachable("the in-memory hub (isReachable is false)") }
         let message = try SyncMessage(encoded: request)
         let now = clock.nowMilliseconds()
-        let answer = machine.withLock { machine -> SyncMessage? in
+        let answer = try machine.withLock { (machine: inout HubSyncMachine) throws(ConvergeError) -> SyncMessage in
             var compensations: [HubCompensation] = []
-            return machine.receive(message, nowMilliseconds: now, compensations: &compensations)
+            return try machine.receive(message, nowMilliseconds: now, compensations: &compensations)
         }
-        guard let answer else { throw .malformed(.unexpectedMessage, "the hub accepts only pushes and polls") }
         return try answer.encoded()
     }
 

@@ -186,7 +186,9 @@ extension ReplicatedKeyValueStore {
     /// Takes one decoded message from the hub or a peer, as the encoded form does, for a
     /// transport that has decoded it to check where it came from.
     ///
-    /// - Throws: The storage's error; the store is then unchanged.
+    /// - Throws: ``ConvergeError/malformed(_:)`` for a delta with counters or timestamps out
+    ///   of range, or stamped too far ahead of this replica's clock (see
+    ///   ``maximumClockOffsetMilliseconds``); the storage's error. The store is then unchanged.
     @discardableResult
     package func receive(_ message: SyncMessage) throws(ConvergeError) -> SyncReceipt {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<SyncReceipt> in
@@ -205,12 +207,14 @@ extension ReplicatedKeyValueStore {
             // proves its counters were reused (a restored or copied store). The message was
             // computed for the store's wrong context, so it is not applied; the store starts a
             // new incarnation and the next exchange brings everything.
-            let known = actions.compactMap { action -> VersionVector? in
+            let received = actions.compactMap { action -> ReplicatedMap.Delta? in
                 switch action {
-                case .applyDelta(let delta), .joinFullState(let delta): return delta.context
+                case .applyDelta(let delta), .joinFullState(let delta): return delta
                 default: return nil
                 }
             }
+            for delta in received { try checkReceivable(delta, in: state) }
+            let known = received.map(\.context)
             if known.contains(where: state.reusesCounters(given:)) {
                 var receipt = SyncReceipt()
                 receipt.startedIncarnation = true

@@ -12,6 +12,9 @@ public enum HubError: Error, Hashable, Sendable, CustomStringConvertible {
     case contention(AccountID)
     /// The system's cryptographic random generator failed.
     case randomUnavailable
+    /// The hub machine refused a push (a device claiming the hub's replica ID, a write
+    /// stamped too far ahead of the hub's clock); nothing changed.
+    case refused(MalformedInput)
 
     public var description: String {
         switch self {
@@ -19,6 +22,7 @@ public enum HubError: Error, Hashable, Sendable, CustomStringConvertible {
         case .unreadableAccount(let account, let input): "the stored state of account \(account) cannot be read: \(input)"
         case .contention(let account): "account \(account) was changed by another hub process while this one wrote it"
         case .randomUnavailable: "the system's random generator failed: no token was made"
+        case .refused(let input): "the push was refused: \(input)"
         }
     }
 }

@@ -39,6 +39,10 @@ extension HubService {
                                seconds: Double(MonotonicClock.nowNanoseconds() - started) / 1e9)
             return HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")], body: answer.bytes,
                                 logFields: fields + [("answer", answer.upToDate ? "up-to-date" : "reply")])
+        } catch .refused(let input) {
+            var response = HTTPResponse.text(.badRequest, "the push was refused: \(input)", rejection: "refused")
+            response.logFields = fields + [("error", "\(input)")]
+            return response
         } catch {
             var response = HTTPResponse.text(.serviceUnavailable, "the hub could not commit the exchange: \(error)",
                                              headers: [("Retry-After", "1")], rejection: "storage")
@@ -63,9 +67,12 @@ extension HubService {
                 var machine = try loadedMachine(&state, account: account)
                 var compensations: [HubCompensation] = []
                 let now = clock.nowMilliseconds()
-                // Only pushes and polls reach here, and the machine answers both.
-                guard let answer = machine.receive(message, nowMilliseconds: now, compensations: &compensations) else {
-                    preconditionFailure("the hub machine did not answer a push or poll")
+                let answer: SyncMessage
+                do throws(ConvergeError) {
+                    answer = try machine.receive(message, nowMilliseconds: now, compensations: &compensations)
+                } catch {
+                    guard case .malformed(let input) = error else { throw HubError(error, account: account) }
+                    throw .refused(input)
                 }
                 let bytes: [UInt8]
                 do {

@@ -1,0 +1,149 @@
+@testable import Converge
+import Testing
+
+/// Counters, clocks and contexts from peers and hubs are bounded: no input makes a replica
+/// or a hub trap, now or later, and no device can claim to have seen writes it never got.
+/// Each test is a reproduction of the issue "Hostile and damaged input changes nothing
+/// and crashes nothing".
+@Suite struct HostileInputTests {
+    static let start: UInt64 = 1_700_000_000_000
+
+    static func store(_ id: ReplicaID, clock: ManualClock = ManualClock(startMilliseconds: start)) -> ReplicatedKeyValueStore {
+        ReplicatedKeyValueStore(replicaID: id, clock: clock)
+    }
+
+    static func gossip(from sender: ReplicaID, _ delta: ReplicatedMap.Delta) throws -> [UInt8] {
+        try SyncMessage.gossip(SyncGossip(account: .default, sender: sender, delta: delta, wantsReply: false)).encoded()
+    }
+
+    static func malformedProblem(_ body: () throws -> Void) -> MalformedInput.Problem? {
+        do { try body() } catch let error as ConvergeError {
+            if case .malformed(let input) = error { return input.problem }
+        } catch {}
+        return nil
+    }
+
+    @Test func aContextAtTheEndOfTheCounterRangeIsRefusedAndLaterWritesWork() throws {
+        let a = Self.store("A")
+        try a.setValue(.string("mine"), forKey: "k")
+        // The gossip file of the issue: a context claiming A's counter is 2^64-1.
+        let bytes = try Self.gossip(from: "B", ReplicatedMap.Delta(entries: [:], context: VersionVector(["A": .max, "B": .max])))
+        #expect(Self.malformedProblem { try a.receive(bytes) } == .outOfRange)
+        #expect(Self.malformedProblem { try a.merge(ReplicatedMap.Delta(entries: [:], context: VersionVector(["B": .max]))) } == .outOfRange)
+        #expect(a.state.withLock { $0.map.context } == VersionVector(["A": 1]))
+        // Writing afterwards neither traps nor reuses a counter.
+        try a.setValue(.string("later"), forKey: "k2")
+        #expect(a.siblings(forKey: "k2").map(\.dot) == [Dot(replica: "A", counter: 2)])
+        // The largest counter accepted still leaves room for the next write.
+        var b = ReplicatedMap()
+        b.write(.bool(true), forKey: "b", replica: "B", timestamp: HybridTimestamp(wallMilliseconds: Self.start, logical: 0))
+        var edge = b.asDelta
+        edge.context = VersionVector(["B": Dot.maximumCounter])
+        #expect(throws: Never.self) { try ReplicatedMap.Delta(encoded: edge.encoded()) }
+        edge.context = VersionVector(["B": Dot.maximumCounter + 1])
+        #expect(Self.malformedProblem { _ = try ReplicatedMap.Delta(encoded: edge.encoded()) } == .outOfRange)
+    }
+
+    @Test func aTimestampAtTheEndOfTimeIsRefusedAndLaterWritesWork() throws {
+        let a = Self.store("A")
+        let endOfTime = Sibling(dot: Dot(replica: "B", counter: 1), timestamp: HybridTimestamp(wallMilliseconds: .max, logical: .max),
+                                value: .string("forever"))
+        let delta = ReplicatedMap.Delta(entries: ["k": [endOfTime]], context: VersionVector(["B": 1]))
+        #expect(Self.malformedProblem { try a.receive(try Self.gossip(from: "B", delta)) } == .outOfRange)
+        #expect(Self.malformedProblem { try a.merge(delta) } == .outOfRange)
+        #expect(a.value(forKey: "k") == nil)
+        try a.setValue(.string("mine"), forKey: "k")
+        #expect(a.siblings(forKey: "k").first?.timestamp.wallMilliseconds == Self.start)
+        // The clock itself never traps, even at the end of its range.
+        var clock = HybridLogicalClock(latest: HybridTimestamp(wallMilliseconds: .max, logical: .max))
+        #expect(clock.tick(nowMilliseconds: 5) == HybridTimestamp(wallMilliseconds: .max, logical: .max))
+    }
+
+    @Test func aWriteStampedFarAheadIsRefusedUntilTheClockCatchesUp() throws {
+        let clock = ManualClock(startMilliseconds: Self.start)
+        let a = Self.store("A", clock: clock)
+        // B's clock runs three days fast: more than the two days a store tolerates.
+        let b = Self.store("B", clock: ManualClock(startMilliseconds: Self.start + 3 * 86_400_000))
+        try b.setValue(.string("from the future"), forKey: "k")
+        let bytes = try b.gossip(to: "A", wantsReply: false)
+        var refusal: MalformedInput?
+        do { try a.receive(bytes) } catch { if case .malformed(let input) = error { refusal = input } }
+        #expect(refusal?.problem == .clockAhead)
+        #expect(refusal?.detail.contains("B:1") == true)
+        // Nothing was adopted: A's next write is stamped by its own clock.
+        #expect(a.value(forKey: "k") == nil)
+        try a.setValue(.string("now"), forKey: "other")
+        #expect(a.siblings(forKey: "other").first?.timestamp == HybridTimestamp(wallMilliseconds: Self.start, logical: 0))
+        // A store configured to tolerate more takes it, and so does A once its clock catches up.
+        clock.advance(byMilliseconds: 86_400_000 + 1)
+        try a.receive(bytes)
+        #expect(a.value(forKey: "k") == .string("from the future"))
+    }
+
+    // MARK: The hub
+
+    static let quota = Quota(maximumKeyCount: 2, maximumTotalValueBytes: 1_000, maximumValueBytes: 100, maximumKeyBytes: 64)
+
+    static func writes(_ replica: ReplicaID, _ keys: [String], after context: VersionVector = VersionVector()) -> ReplicatedMap.Delta {
+        var map = ReplicatedMap()
+        map.formContextUnion(context)
+        for key in keys { map.write(.string(key), forKey: key, replica: replica, timestamp: HybridTimestamp(wallMilliseconds: start, logical: 0)) }
+        return map.delta(for: context)
+    }
+
+    @Test func aClaimOnTheHubsCounterThenAnOverQuotaPushDoesNotCrashTheHub() throws {
+        var hub = HubSyncMachine(quota: Self.quota)
+        _ = try hub.receive(SyncPush(account: .default, device: "mallory", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["hub": .max]))),
+                            nowMilliseconds: Self.start)
+        // Three keys against a quota of two: the hub compensates with a write of its own.
+        let reply = try hub.receive(SyncPush(account: .default, device: "mallory", delta: Self.writes("mallory", ["a", "b", "c"])),
+                                    nowMilliseconds: Self.start)
+        #expect(reply.rejectedKeys == ["c"])
+        #expect(hub.state(of: .default).siblings(forKey: "c").map(\.dot) == [Dot(replica: "hub", counter: 1)])
+        // Another account never saw any of it.
+        #expect(hub.state(of: "other").context.isEmpty)
+    }
+
+    @Test func aDeviceCannotSuppressWritesItNeverReceived() throws {
+        var hub = HubSyncMachine()
+        _ = try hub.receive(SyncPush(account: .default, device: "victim", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector())),
+                            nowMilliseconds: Self.start)
+        // Mallory claims to have seen ten writes of the victim; the victim was offline.
+        _ = try hub.receive(SyncPush(account: .default, device: "mallory", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["victim": 10]))),
+                            nowMilliseconds: Self.start)
+        #expect(hub.state(of: .default).context["victim"] == 0)
+        // The victim's offline write reaches the hub, and mallory's next exchange brings it.
+        _ = try hub.receive(SyncPush(account: .default, device: "victim", delta: Self.writes("victim", ["offline"])), nowMilliseconds: Self.start)
+        #expect(hub.state(of: .default).visibleValue(forKey: "offline", policy: .lastWriterWins) == .string("offline"))
+        let toMallory = try hub.receive(SyncPush(account: .default, device: "mallory", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["victim": 10]))),
+                                        nowMilliseconds: Self.start)
+        #expect(toMallory.delta.entries["offline"] != nil)
+    }
+
+    @Test func theHubBelievesWhatItSentAndWhatAPushCarries() {
+        let delta = ReplicatedMap.Delta(entries: ["k": [Sibling(dot: Dot(replica: "c", counter: 7), timestamp: .zero, value: nil)]],
+                                        context: VersionVector(["a": 9, "b": 9, "c": 9, "d": 4]))
+        let believed = HubSyncMachine.believable(delta, from: "d", sent: VersionVector(["a": 3, "b": 20]))
+        #expect(believed == VersionVector(["a": 3, "b": 9, "c": 7, "d": 4]))
+    }
+
+    @Test func aDeviceWithTheHubsIDOrAClockFarAheadIsRefusedAndChangesNothing() throws {
+        var hub = HubSyncMachine()
+        let impostor = SyncPush(account: .default, device: "hub", delta: Self.writes("hub", ["k"]))
+        #expect(Self.malformedProblem { _ = try hub.receive(impostor, nowMilliseconds: Self.start) } == .unexpectedMessage)
+        var ahead = ReplicatedMap()
+        ahead.write(.string("x"), forKey: "k", replica: "fast", timestamp: HybridTimestamp(wallMilliseconds: Self.start + 2 * 86_400_000, logical: 0))
+        let push = SyncPush(account: .default, device: "fast", delta: ahead.asDelta)
+        #expect(Self.malformedProblem { _ = try hub.receive(push, nowMilliseconds: Self.start) } == .clockAhead)
+        #expect(hub.accountIDs.isEmpty)
+        var compensations: [HubCompensation] = []
+        #expect(Self.malformedProblem { _ = try hub.receive(.push(push), nowMilliseconds: Self.start, compensations: &compensations) } == .clockAhead)
+        #expect(Self.malformedProblem {
+            _ = try hub.receive(.gossip(SyncGossip(account: .default, sender: "x", delta: ahead.asDelta, wantsReply: false)),
+                                nowMilliseconds: Self.start, compensations: &compensations)
+        } == .unexpectedMessage)
+        // A day later it is within the bound.
+        _ = try hub.receive(push, nowMilliseconds: Self.start + 86_400_000)
+        #expect(hub.state(of: .default).visibleValue(forKey: "k", policy: .lastWriterWins) == .string("x"))
+    }
+}
