@@ -26,7 +26,7 @@ public final class SQLiteStorage: Storage {
     /// Marks a database as a Converge store (`PRAGMA application_id`): "Cvg1".
     static let applicationID: Int64 = 0x4376_6731
     /// The schema version this build writes; older files are migrated at open.
-    public static let schemaVersion: Int64 = 2
+    public static let schemaVersion: Int64 = 3
 
     /// Migrations: the statements that take a file from version `index` to `index + 1`.
     static let migrations: [[String]] = [
@@ -43,6 +43,9 @@ public final class SQLiteStorage: Storage {
             "ALTER TABLE metadata ADD COLUMN seq INTEGER NOT NULL DEFAULT 0",
             "CREATE INDEX entries_by_seq ON entries (seq)",
         ],
+        // Version 3: every record ends with a CRC-32C of its name and value (see
+        // `SQLiteRecord`); the migration seals the records in Swift.
+        [],
     ]
 
     /// Opens (or creates) the store file at `path`.
@@ -94,6 +97,7 @@ public final class SQLiteStorage: Storage {
                 for step in Int(version)..<Int(Self.schemaVersion) {
                     for statement in Self.migrations[step] { try connection.execute(statement) }
                 }
+                if version < 3 { try SQLiteRecord.sealEveryRecord(in: connection) }
                 // The file's identity, which a -wal beside it must carry too (see `mark(of:)`).
                 try connection.execute("INSERT OR IGNORE INTO state (name, value) VALUES ('store-id', ?)",
                                        [.blob(Array(UUID().uuidString.utf8))])
@@ -252,7 +256,7 @@ public final class SQLiteStorage: Storage {
     private func sequenceNumbers(in db: SQLiteConnection) throws(ConvergeError) -> (sequence: UInt64, rewritten: UInt64) {
         var numbers: (sequence: UInt64, rewritten: UInt64) = (0, 0)
         for row in try db.cached("SELECT name, value FROM state WHERE name IN ('sequence', 'rewritten')", doing: .read).run() {
-            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a state row is not text and bytes") }
+            let (name, bytes) = try record(row, in: "state")
             var reader = BinaryReader(bytes)
             let number = try decoding("the \(name) number") { () throws(ConvergeError) in try reader.readVarint() }
             if name == "sequence" { numbers.sequence = number } else { numbers.rewritten = number }
@@ -276,7 +280,7 @@ public final class SQLiteStorage: Storage {
             change.entries[key] = siblings
         }
         for row in try db.cached("SELECT name, value FROM metadata WHERE seq > ?", doing: .read).run([.integer(Int64(bitPattern: seen))]) {
-            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
+            let (name, bytes) = try record(row, in: "metadata")
             change.metadata[name] = bytes
         }
         return StorageCatchUp(sequence: numbers.sequence, update: .change(change))
@@ -287,7 +291,7 @@ public final class SQLiteStorage: Storage {
         var context = VersionVector()
         var clock = HybridTimestamp.zero
         for row in try db.cached("SELECT name, value FROM state WHERE name IN ('context', 'clock')", doing: .read).run() {
-            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a state row is not text and bytes") }
+            let (name, bytes) = try record(row, in: "state")
             var reader = BinaryReader(bytes)
             if name == "context" {
                 context = try decoding("the context") { () throws(ConvergeError) in try VersionVector(from: &reader) }
@@ -302,7 +306,7 @@ public final class SQLiteStorage: Storage {
 
     /// One entry row: its key and siblings.
     private func decodeEntry(_ row: [SQLiteConnection.Column]) throws(ConvergeError) -> (String, [Sibling]) {
-        guard let key = row[0].text, let bytes = row[1].blob else { throw corrupt("an entry is not text and bytes") }
+        let (key, bytes) = try record(row, in: "entries")
         let delta = try decoding("the entry \"\(key)\"") { () throws(ConvergeError) in try ReplicatedMap.Delta(encoded: bytes) }
         guard delta.entries.count == 1, let siblings = delta.entries[key] else { throw corrupt("the entry \"\(key)\" holds another key") }
         return (key, siblings)
@@ -324,7 +328,7 @@ public final class SQLiteStorage: Storage {
         }
         var metadata: [String: [UInt8]] = [:]
         for row in try db.cached("SELECT name, value FROM metadata", doing: .read).run() {
-            guard let name = row[0].text, let bytes = row[1].blob else { throw corrupt("a metadata row is not text and bytes") }
+            let (name, bytes) = try record(row, in: "metadata")
             metadata[name] = bytes
         }
         let map = try decoding("the stored state") { () throws(ConvergeError) in try ReplicatedMap(entries: entries, context: context) }
@@ -349,8 +353,12 @@ public final class SQLiteStorage: Storage {
         }
         var number = BinaryWriter()
         number.writeVarint(sequence)
-        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('sequence', ?)").run([.blob(number.bytes)])
-        if rewrites { try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('rewritten', ?)").run([.blob(number.bytes)]) }
+        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('sequence', ?)")
+            .run([.blob(SQLiteRecord.sealed(number.bytes, name: "sequence"))])
+        if rewrites {
+            try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('rewritten', ?)")
+                .run([.blob(SQLiteRecord.sealed(number.bytes, name: "rewritten"))])
+        }
     }
 
     /// Writes a change inside the caller's transaction, keys in byte order, stamping the
@@ -367,18 +375,18 @@ public final class SQLiteStorage: Storage {
                 var context = VersionVector()
                 for sibling in siblings { context.raise(sibling.dot.replica, to: sibling.dot.counter) }
                 let bytes = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded()
-                try insert.run([.text(key), .blob(bytes), stamp])
+                try insert.run([.text(key), .blob(SQLiteRecord.sealed(bytes, name: key)), stamp])
             }
         }
         var context = BinaryWriter()
         change.context.encode(into: &context)
-        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('context', ?)").run([.blob(context.bytes)])
+        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('context', ?)").run([.blob(SQLiteRecord.sealed(context.bytes, name: "context"))])
         var clock = BinaryWriter()
         change.clock.encode(into: &clock)
-        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('clock', ?)").run([.blob(clock.bytes)])
+        try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('clock', ?)").run([.blob(SQLiteRecord.sealed(clock.bytes, name: "clock"))])
         for name in change.metadata.keys.sortedByUTF8() {
             if let record = change.metadata[name]! {
-                try db.cached("INSERT OR REPLACE INTO metadata (name, value, seq) VALUES (?, ?, ?)").run([.text(name), .blob(record), stamp])
+                try db.cached("INSERT OR REPLACE INTO metadata (name, value, seq) VALUES (?, ?, ?)").run([.text(name), .blob(SQLiteRecord.sealed(record, name: name)), stamp])
             } else {
                 try db.cached("DELETE FROM metadata WHERE name = ?").run([.text(name)])
             }
@@ -390,6 +398,15 @@ public final class SQLiteStorage: Storage {
         try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> [String] in
             try db.execute("PRAGMA integrity_check", doing: .check).compactMap { $0.first?.text }
         }
+    }
+
+    /// The name (or key) and value of a record row, checked against its checksum.
+    private func record(_ row: [SQLiteConnection.Column], in table: String) throws(ConvergeError) -> (name: String, value: [UInt8]) {
+        guard let name = row[0].text, let stored = row[1].blob else { throw corrupt("a row of \(table) is not text and bytes") }
+        guard let value = SQLiteRecord.unsealed(stored, name: name) else {
+            throw corrupt("the \(table) row \"\(name)\" is damaged: its CRC-32C does not match its name and value")
+        }
+        return (name, value)
     }
 
     private func corrupt(_ detail: String) -> ConvergeError {

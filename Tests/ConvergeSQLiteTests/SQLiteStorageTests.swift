@@ -2,6 +2,7 @@ import CSQLite
 import Converge
 @testable import ConvergeSQLite
 import ConvergeTestSupport
+@testable import ConvergeSimulation
 import Foundation
 import Testing
 
@@ -57,6 +58,63 @@ struct SQLiteStorageTests {
         try damaged.write(to: URL(fileURLWithPath: corrupt))
         #expect(storageFailure { try SQLiteStorage(path: corrupt).load() }?.kind == .corrupt)
         #expect(try Data(contentsOf: URL(fileURLWithPath: corrupt)) == damaged)
+    }
+
+    /// The trial: random bytes written into pages of a store file. Each damaged
+    /// copy is refused, or opens with exactly the values written: never with an altered one.
+    @Test func randomBytesInPagesAreRefusedOrHarmlessNeverAnAlteredValue() throws {
+        let folder = temporaryFolder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        let written = (0..<40).map { (key: "key-\($0)", value: Value.string("value number \($0) " + String(repeating: "x", count: $0))) }
+        do {
+            let store = try ReplicatedKeyValueStore(replicaID: "phone", storage: try SQLiteStorage(path: path), quota: .unlimited, clock: ManualClock())
+            try store.setValues(written)
+        }
+        _ = try SQLiteStorage(path: path)
+        try? FileManager.default.removeItem(atPath: path + "-wal")
+        try? FileManager.default.removeItem(atPath: path + "-shm")
+        let full = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var generator = Xoshiro256StarStar(seed: 12)
+        var outcomes = (refused: 0, intact: 0, altered: [String]())
+        for trial in 0..<200 {
+            var damaged = full
+            let start = generator.next(below: full.count - 16)
+            for index in start..<(start + 1 + generator.next(below: 16)) { damaged[index] = UInt8(truncatingIfNeeded: generator.next()) }
+            let copy = folder.appendingPathComponent("trial-\(trial).sqlite").path
+            try Data(damaged).write(to: URL(fileURLWithPath: copy))
+            guard let store = try? ReplicatedKeyValueStore(replicaID: "phone", storage: SQLiteStorage(path: copy), quota: .unlimited, clock: ManualClock()) else {
+                outcomes.refused += 1
+                continue
+            }
+            let read = store.replicatedState.liveKeys.map { (key: $0, value: store.value(forKey: $0)) }
+            if read.map(\.key) == written.map(\.key).sortedByUTF8() && read.allSatisfy({ entry in written.first { $0.key == entry.key }?.value == entry.value }) {
+                outcomes.intact += 1
+            } else {
+                outcomes.altered.append("trial \(trial): bytes at \(start) changed what the store reads")
+            }
+        }
+        #expect(outcomes.altered.isEmpty, "\(outcomes.altered)")
+        // Not vacuous: damage that lands in the records is refused (much of a small file is
+        // free space, where damage is harmless).
+        #expect(outcomes.refused >= 20, "refused \(outcomes.refused), intact \(outcomes.intact)")
+    }
+
+    /// One damaged record names itself.
+    @Test func aDamagedRecordIsRefusedNamingIt() throws {
+        let folder = temporaryFolder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        do {
+            let store = try ReplicatedKeyValueStore(replicaID: "phone", storage: try SQLiteStorage(path: path), clock: ManualClock())
+            try store.setValue(.string("original"), forKey: "k")
+        }
+        let db = try SQLiteConnection(path: path)
+        let stored = try #require(try db.execute("SELECT siblings FROM entries WHERE key = 'k'", doing: .read).first?.first?.blob)
+        var flipped = stored
+        flipped[flipped.count - 6] ^= 0x01
+        try db.execute("UPDATE entries SET siblings = ? WHERE key = 'k'", [.blob(flipped)])
+        let failure = storageFailure { try SQLiteStorage(path: path).load() }
+        #expect(failure?.kind == .corrupt)
+        #expect(failure?.description.contains("the entries row \"k\" is damaged") == true, "\(String(describing: failure))")
     }
 
     @Test func aReadOnlyFolderGivesAClearErrorAndChangesNothing() throws {

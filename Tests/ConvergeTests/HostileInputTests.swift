@@ -147,3 +147,35 @@ import Testing
         #expect(hub.state(of: .default).visibleValue(forKey: "k", policy: .lastWriterWins) == .string("x"))
     }
 }
+
+/// Damage is detected: every message and shared-folder file ends with a CRC-32C.
+@Suite struct IntegrityTests {
+    @Test func everySingleBitFlipOfARealDeltaFileIsRefused() throws {
+        // A delta file as the shared folder holds it: what A broadcasts after its snapshot.
+        let a = ReplicatedKeyValueStore(replicaID: "A", clock: ManualClock())
+        try a.setValue(.string("base"), forKey: "k")
+        let snapshot = try #require(a.broadcast(after: nil))
+        try a.setValue(.integer(42), forKey: "n")
+        let gossip = try #require(a.broadcast(after: snapshot.delta.context))
+        let file = try SyncMessage.gossip(gossip).encoded()
+        var refused = 0
+        for bit in 0..<(file.count * 8) {
+            var flipped = file
+            flipped[bit / 8] ^= 1 << UInt8(bit % 8)
+            if (try? SyncMessage(encoded: flipped)) == nil { refused += 1 }
+        }
+        #expect(refused == file.count * 8, "\(refused) of \(file.count * 8) flips refused")
+        // The damage is named.
+        var damaged = file
+        damaged[file.count / 2] ^= 0x10
+        #expect(HostileInputTests.malformedProblem { _ = try SyncMessage(encoded: damaged) } == .damaged)
+    }
+
+    @Test func theChecksumIsCRC32C() {
+        // The check value of the CRC-32C catalogue (RFC 3720's polynomial).
+        #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(CRC32C.checksum([UInt8]()) == 0)
+        #expect(throws: ConvergeError.self) { try CRC32C.unsealed([1, 2, 3], what: "x") }
+        #expect((try? CRC32C.unsealed(CRC32C.sealed([1, 2, 3]), what: "x")) == [1, 2, 3])
+    }
+}

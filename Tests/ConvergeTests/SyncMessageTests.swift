@@ -54,6 +54,11 @@ struct SyncMessageTests {
                 bytes = [SyncMessage.magic, SyncMessage.formatVersion, UInt8(generator.next(in: 1...5))]
                     + (0..<generator.next(below: 40)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             }
+            // Half the inputs get a valid checksum again, so the decoder behind it is
+            // exercised too, not only the checksum.
+            if (round / 4) % 2 == 1 {
+                bytes = CRC32C.sealed(round % 4 == 3 ? bytes : Array(bytes.dropLast(min(4, bytes.count))))
+            }
             if let message = try? SyncMessage(encoded: bytes) {
                 accepted += 1
                 // Whatever is accepted is canonical: it encodes back to the same bytes.
@@ -75,10 +80,15 @@ struct SyncMessageTests {
         #expect(malformedProblem { try SyncMessage(encoded: huge) } == .limitExceeded)
         // A message cut short says so, and where.
         let push = try! SyncMessage.push(SyncPush(account: "a", device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()))).encoded()
-        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .truncated, detail: "unexpected end of input", offset: push.count - 1))) {
-            try SyncMessage(encoded: Array(push.dropLast()))
+        // Cut short or lengthened, its checksum no longer matches; resealed, the content is
+        // what is wrong.
+        #expect(malformedProblem { try SyncMessage(encoded: Array(push.dropLast())) } == .damaged)
+        #expect(malformedProblem { try SyncMessage(encoded: push + [0]) } == .damaged)
+        let body = Array(push.dropLast(4))
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .truncated, detail: "unexpected end of input", offset: body.count - 1))) {
+            try SyncMessage(encoded: CRC32C.sealed(Array(body.dropLast())))
         }
-        #expect(malformedProblem { try SyncMessage(encoded: push + [0]) } == .trailingBytes)
+        #expect(malformedProblem { try SyncMessage(encoded: CRC32C.sealed(body + [0])) } == .trailingBytes)
         #expect("\(ConvergeError.malformed(MalformedInput(problem: .truncated, detail: "unexpected end of input", offset: 7)))"
                 == "malformed input: unexpected end of input at byte 7")
     }

@@ -9,8 +9,8 @@
 /// the retired devices in order, each with the context of the last reply it got (format 2;
 /// format 1, still read, kept no context: the hub's own context stands in for it); the returning devices awaiting a full state, with the
 /// context last sent to each; the stability tracker's candidates (frontier, witnessed) in
-/// order and its safe frontier; and the counts of collected tombstones and compensating
-/// writes. The cache of the last collection is not kept: it only saves work, and observing
+/// order and its safe frontier; the counts of collected tombstones and compensating
+/// writes; and (format 2) a CRC-32C of everything before it, so damage is refused. The cache of the last collection is not kept: it only saves work, and observing
 /// the same acknowledgements again gives the same frontier.
 extension HubSyncMachine {
     /// The first byte of an encoded account state.
@@ -57,7 +57,7 @@ extension HubSyncMachine {
         state.stability.safeFrontier.encode(into: &writer)
         writer.writeVarint(UInt64(state.tombstonesCollected))
         writer.writeVarint(UInt64(state.compensations))
-        return writer.bytes
+        return CRC32C.sealed(writer.bytes)
     }
 
     /// Replaces `account`'s state with one decoded from ``encodedState(of:)``'s bytes.
@@ -74,6 +74,11 @@ extension HubSyncMachine {
         let version = try reader.readByte()
         guard version == 1 || version == Self.accountStateFormatVersion else {
             throw .malformed(.unsupportedVersion, "unsupported hub account format version \(version)", at: 1)
+        }
+        if version >= 2 {
+            reader = BinaryReader(try CRC32C.unsealed(bytes, what: "the state of account \(account)"))
+            _ = try reader.readByte()
+            _ = try reader.readByte()
         }
         var state = AccountState()
         let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)

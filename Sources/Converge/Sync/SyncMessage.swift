@@ -98,8 +98,9 @@ public struct SyncPoll: Hashable, Sendable {
 /// A message of the sync protocol, with a versioned compact binary encoding.
 ///
 /// Layout: a magic byte, the format version, a type byte, then the payload (see
-/// ``ReplicatedMap/Delta/encoded()`` for deltas). Decoding untrusted bytes never
-/// traps: anything malformed, oversized or of an unknown version throws
+/// ``ReplicatedMap/Delta/encoded()`` for deltas), and a CRC-32C of everything before it
+/// (4 bytes, little-endian). Decoding untrusted bytes never traps: anything malformed,
+/// damaged (``MalformedInput/Problem/damaged``), oversized or of an unknown version throws
 /// ``ConvergeError/malformed(_:)``.
 public enum SyncMessage: Hashable, Sendable {
     /// A device's changes, to the hub.
@@ -118,8 +119,8 @@ public enum SyncMessage: Hashable, Sendable {
     /// The first byte of every message.
     public static let magic: UInt8 = 0xC7
     /// The current format version (2: a push carries its full-state acknowledgement, and
-    /// a poll's digest covers the stable frontier).
-    public static let formatVersion: UInt8 = 2
+    /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C).
+    public static let formatVersion: UInt8 = 3
 
     private enum TypeTag: UInt8 {
         case push = 1
@@ -167,10 +168,10 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeByte(TypeTag.upToDate.rawValue)
             writer.writeString(account.rawValue)
         }
-        guard writer.bytes.count <= Self.maximumEncodedBytes else {
-            throw .malformed(.limitExceeded, "message of \(writer.bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
+        guard writer.bytes.count + 4 <= Self.maximumEncodedBytes else {
+            throw .malformed(.limitExceeded, "message of \(writer.bytes.count + 4) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
         }
-        return writer.bytes
+        return CRC32C.sealed(writer.bytes)
     }
 
     /// Decodes a message from untrusted bytes.
@@ -180,10 +181,13 @@ public enum SyncMessage: Hashable, Sendable {
         guard bytes.count <= Self.maximumEncodedBytes else {
             throw .malformed(.limitExceeded, "message of \(bytes.count) bytes exceeds the limit of \(Self.maximumEncodedBytes)")
         }
-        var reader = BinaryReader(bytes)
-        guard try reader.readByte() == Self.magic else { throw .malformed(.notConverge, "not a Converge sync message (bad magic byte)", at: 0) }
-        let version = try reader.readByte()
+        var header = BinaryReader(bytes)
+        guard try header.readByte() == Self.magic else { throw .malformed(.notConverge, "not a Converge sync message (bad magic byte)", at: 0) }
+        let version = try header.readByte()
         guard version == Self.formatVersion else { throw .malformed(.unsupportedVersion, "unsupported message format version \(version)", at: 1) }
+        var reader = BinaryReader(try CRC32C.unsealed(bytes, what: "the message"))
+        _ = try reader.readByte()
+        _ = try reader.readByte()
         let tagByte = try reader.readByte()
         guard let tag = TypeTag(rawValue: tagByte) else { throw .malformed(.unknownTag, "unknown message type \(tagByte)", at: 2) }
         let account = try Self.readAccount(&reader)
