@@ -25,7 +25,20 @@ public struct FileSystemFolder: SharedFolderFiles {
 
     public func contents(of path: [String]) throws(ConvergeError) -> [UInt8]? {
         let file = try location(of: path)
-        do { return [UInt8](try Data(contentsOf: file)) } catch {
+        let limit = SyncMessage.maximumEncodedBytes
+        do {
+            // The size is checked before anything is read, and no more than the limit is read
+            // even if the file grows meanwhile: a huge (or sparse) file costs nothing.
+            let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.intValue ?? 0
+            guard size <= limit else { throw ConvergeError.malformed(.limitExceeded, "a file of \(size) bytes exceeds the limit of \(limit)") }
+            let handle = try FileHandle(forReadingFrom: file)
+            defer { try? handle.close() }
+            let bytes = [UInt8](try handle.read(upToCount: limit + 1) ?? Data())
+            guard bytes.count <= limit else { throw ConvergeError.malformed(.limitExceeded, "a file of more than \(limit) bytes exceeds the limit") }
+            return bytes
+        } catch let error as ConvergeError {
+            throw error
+        } catch {
             // Removed since it was listed (compaction): not an error.
             guard FileManager.default.fileExists(atPath: file.path) else { return nil }
             throw .storage(StorageFailure.Kind(error), path: file.path, operation: .read, detail: error.localizedDescription)
@@ -38,6 +51,7 @@ public struct FileSystemFolder: SharedFolderFiles {
         do { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) } catch {
             throw .storage(StorageFailure.Kind(error), path: folder.path, operation: .create, detail: error.localizedDescription)
         }
+        Self.removeAbandonedTemporaries(in: folder)
         let temporary = folder.appendingPathComponent(".tmp-\(file.lastPathComponent)-\(getpid())")
         do {
             try Data(bytes).write(to: temporary)
@@ -55,6 +69,17 @@ public struct FileSystemFolder: SharedFolderFiles {
         } catch {
             try? FileManager.default.removeItem(at: temporary)
             throw .storage(StorageFailure.Kind(error), path: file.path, operation: .write, detail: error.localizedDescription)
+        }
+    }
+
+    /// Removes the temporary files that writers killed before renaming them left behind
+    /// (`.tmp-NAME-PID` whose process no longer runs); a live writer's are left alone.
+    static func removeAbandonedTemporaries(in folder: URL) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        for name in names where name.hasPrefix(".tmp-") {
+            guard let pid = name.split(separator: "-").last.flatMap({ Int32($0) }), pid > 0,
+                  kill(pid, 0) == -1 && errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
         }
     }
 

@@ -22,7 +22,9 @@ public protocol SharedFolderFiles: Sendable {
     /// The bytes of the file at `path`, or `nil` if there is none (it may have been
     /// removed since it was listed).
     ///
-    /// - Throws: `ConvergeError.storage` if the file exists but cannot be read.
+    /// - Throws: `ConvergeError.storage` if the file exists but cannot be read;
+    ///   `ConvergeError.malformed` (`limitExceeded`) if it is larger than
+    ///   `SyncMessage.maximumEncodedBytes`, found before its bytes are read.
     func contents(of path: [String]) throws(ConvergeError) -> [UInt8]?
 
     /// Writes the file at `path` whole, creating the folders on the way: readers see

@@ -136,6 +136,9 @@ public struct SharedFolderSync: Sendable {
 
     // MARK: Reading
 
+    /// The largest sequence number a file name may carry.
+    static let maximumSequence: UInt64 = 1 << 62
+
     /// A file of a replica's sequence.
     struct SequencedFile {
         var name: String
@@ -152,7 +155,9 @@ public struct SharedFolderSync: Sendable {
     private func sequencedFiles(in folder: [String]) throws(ConvergeError) -> [SequencedFile] {
         try files.names(in: folder).compactMap { name -> SequencedFile? in
             let parts = name.split(separator: ".")
-            guard parts.count == 2, parts[0].count == 20, let sequence = UInt64(parts[0]),
+            // Sequence numbers past 2^62 are never written: such a name is not one of ours,
+            // and taking it would leave no next number.
+            guard parts.count == 2, parts[0].count == 20, let sequence = UInt64(parts[0]), sequence <= Self.maximumSequence,
                   parts[1] == "snapshot" || parts[1] == "delta" else { return nil }
             return SequencedFile(name: name, sequence: sequence, isSnapshot: parts[1] == "snapshot")
         }.sorted { $0.sequence < $1.sequence }

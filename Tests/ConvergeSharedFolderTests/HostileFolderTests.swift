@@ -1,0 +1,74 @@
+import Converge
+import ConvergeSharedFolder
+import Foundation
+import Testing
+
+/// A shared folder holds files from other machines: huge, oddly named or abandoned ones
+/// are skipped or cleaned, and never stop sync. Reproductions of the issue "Hostile and
+/// damaged input changes nothing and crashes nothing".
+@Suite struct HostileFolderTests {
+    let clock = ManualClock()
+
+    func folder(_ name: String = #function) -> (path: URL, sync: SharedFolderSync) {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("converge-hostile-\(getpid())-\(name.filter { $0.isLetter })-\(UInt32.random(in: 0...UInt32.max))")
+        return (url, SharedFolderSync(folder: url.path))
+    }
+
+    @Test func aSparseThreeGigabyteFileIsSkippedWithoutReadingIt() throws {
+        let (url, sync) = folder()
+        let peer = url.appendingPathComponent("default/mallory")
+        try FileManager.default.createDirectory(at: peer, withIntermediateDirectories: true)
+        let huge = peer.appendingPathComponent("00000000000000000001.snapshot")
+        #expect(FileManager.default.createFile(atPath: huge.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: huge)
+        try handle.truncate(atOffset: 3 << 30)
+        try handle.close()
+        let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)
+        try alice.setValue("mine", forKey: "k")
+        let started = Date()
+        let report = try sync.synchronize(alice)
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(report.written != nil)
+        #expect(report.skipped.count == 1 && report.skipped[0].contains("exceeds the limit"), "\(report.skipped)")
+    }
+
+    @Test func theLargestSequenceNumberInAFileNameCrashesNothing() throws {
+        let (url, sync) = folder()
+        let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)
+        let bob = ReplicatedKeyValueStore(replicaID: "bob", clock: clock)
+        try alice.setValue("a", forKey: "a")
+        try bob.setValue("b", forKey: "b")
+        try sync.synchronize(alice)
+        try sync.synchronize(bob)
+        // In a peer's folder and in the replica's own folder.
+        for replica in ["alice", "bob"] {
+            let name = url.appendingPathComponent("default/\(replica)/18446744073709551615.delta")
+            try Data([1, 2, 3]).write(to: name)
+        }
+        try alice.setValue("again", forKey: "a2")
+        try sync.synchronize(alice)
+        try sync.synchronize(bob)
+        #expect(bob.value(forKey: "a2") == "again" && alice.value(forKey: "b") == "b")
+    }
+
+    @Test func temporaryFilesOfKilledWritersAreRemovedAndALiveWritersAreKept() throws {
+        let (url, sync) = folder()
+        let own = url.appendingPathComponent("default/alice")
+        try FileManager.default.createDirectory(at: own, withIntermediateDirectories: true)
+        // A process that has exited: its pid names no running process.
+        let exited = Process()
+        exited.executableURL = URL(fileURLWithPath: "/bin/true")
+        try exited.run()
+        exited.waitUntilExit()
+        let abandoned = own.appendingPathComponent(".tmp-00000000000000000001.snapshot-\(exited.processIdentifier)")
+        let live = own.appendingPathComponent(".tmp-00000000000000000009.snapshot-\(getpid())")
+        try Data([0]).write(to: abandoned)
+        try Data([0]).write(to: live)
+        let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)
+        try alice.setValue("v", forKey: "k")
+        try sync.synchronize(alice)
+        #expect(!FileManager.default.fileExists(atPath: abandoned.path))
+        #expect(FileManager.default.fileExists(atPath: live.path))
+    }
+}
