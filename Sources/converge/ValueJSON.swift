@@ -9,6 +9,9 @@ enum ValueJSON {
         switch value {
         case .string(let s): return s
         case .integer(let i): return NSNumber(value: i)
+        // JSON has no infinities: they print as `{"double": "Infinity"}`, as data and dates
+        // print as objects. (NaN is never stored.)
+        case .double(let d) where d.isInfinite: return ["double": d > 0 ? "Infinity" : "-Infinity"]
         case .double(let d): return NSNumber(value: d)
         case .bool(let b): return b
         case .data(let d): return ["data": d.base64EncodedString()]
@@ -31,7 +34,8 @@ enum ValueJSON {
             guard let i = Int64(text) else { throw .usage("\"\(text)\" is not an integer") }
             return .integer(i)
         case "double":
-            guard let d = Double(text), d.isFinite else { throw .usage("\"\(text)\" is not a finite number") }
+            // Infinities are stored as property lists and UserDefaults store them; NaN is not.
+            guard let d = Double(text), !d.isNaN else { throw .usage("\"\(text)\" is not a number") }
             return .double(d)
         case "bool":
             switch text.lowercased() {
@@ -61,6 +65,10 @@ enum ValueJSON {
             switch String(cString: n.objCType) {
             case "c": return .bool(n.boolValue)
             case "d", "f": return .double(n.doubleValue)
+            // Unsigned: above Int64.max it would wrap to a negative integer.
+            case "Q", "L", "I", "S", "C":
+                guard n.uint64Value <= UInt64(Int64.max) else { throw .usage("\(n.uint64Value) is larger than the largest integer, \(Int64.max)") }
+                return .integer(Int64(n.uint64Value))
             default: return .integer(n.int64Value)
             }
         case let items as [Any]:

@@ -60,7 +60,7 @@ func parseOptions(_ arguments: [String]) throws(ToolError) -> Options {
             guard let account = AccountID(text) else { throw .usage("invalid account \"\(text)\"") }
             options.account = account
         case "--help", "-h":
-            print(usage)
+            try say(usage)
             exit(0)
         default:
             if argument.hasPrefix("--") && options.command.isEmpty { throw .usage("unknown option \(argument)") }
@@ -141,9 +141,9 @@ func run(_ options: Options) throws(ToolError) {
         let store = try openStore(options)
         if let key = arguments.first {
             guard let value = store.value(forKey: key) else { throw .failed("no value for key \"\(key)\"") }
-            print(ValueJSON.text(ValueJSON.object(value)))
+            try say(ValueJSON.text(ValueJSON.object(value)))
         } else {
-            print(ValueJSON.text(store.values.mapValues(ValueJSON.object)))
+            try say(ValueJSON.text(store.values.mapValues(ValueJSON.object)))
         }
     case "delete":
         guard arguments.count == 1 else { throw .usage("delete needs KEY") }
@@ -155,8 +155,8 @@ func run(_ options: Options) throws(ToolError) {
         let store = try openStore(options)
         let report: SharedFolderSync.Report
         do { report = try SharedFolderSync(folder: folder).synchronize(store) } catch { throw .failed("\(error)") }
-        print("synced through \(folder): \(report.written == nil ? "nothing new to write" : "wrote \(report.written!)"); read \(report.replicasRead.count) other replica(s); \(report.changedKeys.count) key(s) changed here")
-        for skipped in report.skipped { FileHandle.standardError.write(Data("converge: skipped \(skipped)\n".utf8)) }
+        try say("synced through \(folder): \(report.written == nil ? "nothing new to write" : "wrote \(report.written!)"); read \(report.replicasRead.count) other replica(s); \(report.changedKeys.count) key(s) changed here")
+        for skipped in report.skipped { complain("converge: skipped \(skipped)\n") }
     case "conflicts":
         guard arguments.count <= 1 else { throw .usage("conflicts takes at most one KEY") }
         let store = try openStore(options)
@@ -170,7 +170,7 @@ func run(_ options: Options) throws(ToolError) {
                  "value": sibling.value.map(ValueJSON.object) ?? NSNull(), "wallMilliseconds": NSNumber(value: sibling.timestamp.wallMilliseconds)]
             }
         }
-        print(ValueJSON.text(result))
+        try say(ValueJSON.text(result))
     case "watch":
         var interval = 1_000, count: Int?
         var rest = arguments[...]
@@ -192,14 +192,13 @@ func run(_ options: Options) throws(ToolError) {
             if let folder = options.syncFolder {
                 do {
                     let report = try SharedFolderSync(folder: folder).synchronize(store)
-                    for skipped in report.skipped { FileHandle.standardError.write(Data("converge: skipped \(skipped)\n".utf8)) }
+                    for skipped in report.skipped { complain("converge: skipped \(skipped)\n") }
                 } catch { throw .failed("\(error)") }
             }
             let current = store.values
             for key in sortedKeys(Set(previous.keys).union(current.keys)) where previous[key] != current[key] {
-                print(ValueJSON.text(["key": key, "value": current[key].map(ValueJSON.object) ?? NSNull()]))
+                try say(ValueJSON.text(["key": key, "value": current[key].map(ValueJSON.object) ?? NSNull()]))
             }
-            fflush(nil)
             previous = current
             round += 1
             if count.map({ round < $0 }) ?? true { usleep(UInt32(min(interval, 3_600_000)) * 1_000) }
@@ -209,14 +208,55 @@ func run(_ options: Options) throws(ToolError) {
     }
 }
 
+/// Writes a line to standard output, unbuffered: an output that cannot be written
+/// (`read > /dev/full`) is an error, not a silent success.
+func say(_ line: String) throws(ToolError) {
+    guard writeAll(Array((line + "\n").utf8), to: STDOUT_FILENO) else {
+        throw .failed("cannot write the output: \(String(cString: strerror(errno)))")
+    }
+}
+
+/// Writes to standard error. Never traps: if standard error cannot be written either (a
+/// full disk), the exit status still tells.
+func complain(_ text: String) {
+    _ = writeAll(Array(text.utf8), to: STDERR_FILENO)
+}
+
+/// Writes every byte to `descriptor`; `false` (with `errno` set) if it cannot.
+func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        offset += written
+    }
+    return true
+}
+
+/// The arguments, refused if one is not valid UTF-8 (it would silently become U+FFFD in a
+/// key or value).
+func validArguments() throws(ToolError) -> [String] {
+    var arguments: [String] = []
+    for index in 1..<Int(CommandLine.argc) {
+        guard let pointer = CommandLine.unsafeArgv[index], let argument = String(validatingCString: pointer) else {
+            throw .usage("argument \(index) is not valid UTF-8")
+        }
+        arguments.append(argument)
+    }
+    return arguments
+}
+
 do {
-    let arguments = Array(CommandLine.arguments.dropFirst())
-    if arguments.isEmpty { print(usage); exit(2) }
+    let arguments = try validArguments()
+    if arguments.isEmpty { complain(usage + "\n"); exit(2) }
     try run(try parseOptions(arguments))
 } catch .usage(let message) {
-    FileHandle.standardError.write(Data("converge: \(message)\nRun `converge --help` for usage.\n".utf8))
+    complain("converge: \(message)\nRun `converge --help` for usage.\n")
     exit(2)
 } catch .failed(let message) {
-    FileHandle.standardError.write(Data("converge: \(message)\n".utf8))
+    complain("converge: \(message)\n")
     exit(1)
 }

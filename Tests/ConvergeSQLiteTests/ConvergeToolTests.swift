@@ -66,6 +66,32 @@ struct ConvergeToolTests {
         #expect(try ConvergeTool.run(["--help"], in: folder).output.contains("USAGE"))
     }
 
+    /// Reproductions of the issue "Hostile and damaged input changes nothing and crashes
+    /// nothing": integers outside Int64, infinities, output that cannot be written,
+    /// arguments that are not UTF-8.
+    @Test func numbersOutputErrorsAndArgumentsAreExact() throws {
+        let folder = temporaryFolder()
+        for big in ["18446744073709551615", "9223372036854775808", "[1, 9223372036854775808]"] {
+            let outcome = try ConvergeTool.run(["--store", "s/", "write", "big", big, "--type", "json"], in: folder)
+            #expect(outcome.status == 2 && outcome.errors.contains("larger than the largest integer"), "\(big): \(outcome.errors)")
+        }
+        #expect(try ConvergeTool.run(["--store", "s/", "write", "big", "9223372036854775807", "--type", "json"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "s/", "write", "inf", "-inf", "--type", "double"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "s/", "write", "nan", "nan", "--type", "double"], in: folder).status == 2)
+        let read = try ConvergeTool.run(["--store", "s/", "read"], in: folder)
+        #expect(read.output == "{\"big\":9223372036854775807,\"inf\":{\"double\":\"-Infinity\"}}\n", "\(read.output)")
+        // Through a shell: output to a full device, and an argument that is not UTF-8.
+        func shell(_ command: String) throws -> ChildProcess.Outcome {
+            try ChildProcess.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "\"$0\" " + command, ConvergeTool.binary.path], in: folder)
+        }
+        let full = try shell("--store s/ read > /dev/full")
+        #expect(full.status == 1 && full.errors.contains("cannot write the output"), "\(full.errors)")
+        #expect(try shell("--store s/ read missing 2> /dev/full").status == 1)
+        let invalid = try shell("--store s/ write \"$(printf 'k\\377')\" v")
+        #expect(invalid.status == 2 && invalid.errors.contains("is not valid UTF-8"), "\(invalid.errors)")
+        #expect(try ConvergeTool.run(["--store", "s/", "read"], in: folder).output == read.output)
+    }
+
     @Test func threeProcessesConvergeThroughTheSharedFolder() throws {
         let folder = temporaryFolder()
         let names = ["p1", "p2", "p3"]
