@@ -75,18 +75,4 @@ public struct HybridLogicalClock: Sendable, Hashable {
         if remote > latest { latest = remote }
     }
 
-    /// Advances the clock past a timestamp received from another replica, but not past the
-    /// wall time `bound` (the local physical time plus the largest clock offset tolerated,
-    /// as CockroachDB bounds the offset it accepts from other nodes).
-    ///
-    /// - Returns: `false` if `remote` lies beyond the bound: the clock then advances only to
-    ///   the bound, and the caller reports the timestamp.
-    public mutating func observe(_ remote: HybridTimestamp, notBeyond bound: UInt64) -> Bool {
-        guard remote.wallMilliseconds > bound else {
-            observe(remote)
-            return true
-        }
-        observe(HybridTimestamp(wallMilliseconds: bound, logical: 0))
-        return false
-    }
 }
