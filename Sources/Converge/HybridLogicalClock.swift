@@ -74,5 +74,4 @@ public struct HybridLogicalClock: Sendable, Hashable {
     public mutating func observe(_ remote: HybridTimestamp) {
         if remote > latest { latest = remote }
     }
-
 }
