@@ -37,6 +37,9 @@ let package = Package(
             name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite", "CSQLite"],
             path: "Benchmarks/converge-bench"
         ),
+        // The fuzz targets of Fuzz/run (libFuzzer), which also replay the corpus (not a product).
+        .executableTarget(name: "converge-fuzz", dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeSimulation"],
+                          path: "Fuzz/converge-fuzz"),
         // The load generator of Benchmarks/hub-load.sh (not a product).
         .executableTarget(name: "converge-hub-load", dependencies: ["Converge", "ConvergeHub"], path: "Benchmarks/converge-hub-load"),
         .target(
@@ -47,7 +50,7 @@ let package = Package(
         .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),
         .testTarget(
             name: "ConvergeSimulationTests",
-            dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim"]
+            dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim", "converge-fuzz"]
         ),
         .testTarget(name: "ConvergeSharedFolderTests", dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeTestSupport"]),
         // Test-only: the writer the kill -9 crash test kills (not a product).

@@ -1,0 +1,61 @@
+import Converge
+import ConvergeSimulation
+import Foundation
+
+/// Valid inputs for each target, made by the code itself: where the fuzzer starts from.
+/// `converge-fuzz --write-seeds Fuzz/corpus` writes them (run from the package root).
+enum FuzzSeeds {
+    static func all() throws -> [(FuzzTarget, [[UInt8]])] {
+        let clock = ManualClock(startMilliseconds: FuzzTarget.now)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try phone.setValue(.string("Devon"), forKey: "county")
+        try phone.setValue(.array([.integer(1), .double(2.5), .bool(true)]), forKey: "list")
+        try laptop.setValue(.dictionary(["a": .data(Data([0, 1, 2])), "b": .date(Date(timeIntervalSince1970: 1_000))]), forKey: "dict")
+        try laptop.setValue(.string("Cornwall"), forKey: "county")
+        try laptop.removeValue(forKey: "dict")
+        var hub = HubSyncMachine()
+        var compensations: [HubCompensation] = []
+        var messages: [[UInt8]] = []
+        for store in [phone, laptop, phone] {
+            let request = try store.hubRequest().bytes
+            let answer = try hub.receive(try SyncMessage(encoded: request), nowMilliseconds: FuzzTarget.now, compensations: &compensations)
+            let reply = try answer.encoded()
+            try store.receive(reply)
+            messages += [request, reply]
+        }
+        messages.append(try phone.gossip(to: "laptop"))
+        let snapshot = try required(phone.broadcast(after: nil))
+        try phone.setValue(.integer(7), forKey: "n")
+        let delta = try required(phone.broadcast(after: snapshot.delta.context))
+        let files = [try SyncMessage.gossip(snapshot).encoded(), try SyncMessage.gossip(delta).encoded()]
+        let state = phone.replicatedState
+        let deltas = [state.asDelta.encoded(), state.delta(for: snapshot.delta.context).encoded()]
+        let hubStates = [try required(hub.encodedState(of: .default))]
+        let scenarioFiles = ["Simulations/quota-pressure.json", "Simulations/hub-crash.json", "Simulations/shared-folder.json"]
+        let scenarios = scenarioFiles.compactMap { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } }
+        let scenario = try Scenario(json: #"{"name": "seed", "devices": 2, "operations": 30}"#, fileName: "seed.json")
+        let input = try SimulationInput(scenario: scenario, seed: 1)
+        let trace = Array(Trace.text(input: input, result: SimulationRunner.run(input, checkDeterminism: false)).utf8)
+        return [(.message, messages), (.folderFile, files), (.delta, deltas), (.hubState, hubStates),
+                (.scenario, scenarios), (.trace, [trace])]
+    }
+
+    static func write(to folder: String) throws {
+        for (target, inputs) in try all() {
+            let directory = folder + "/" + target.rawValue
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            for (index, input) in inputs.enumerated() {
+                try Data(input).write(to: URL(fileURLWithPath: directory + "/seed-\(index)"))
+            }
+        }
+    }
+}
+
+struct MissingSeed: Error {}
+
+/// The value, or an error if a seed could not be made.
+func required<T>(_ value: T?) throws -> T {
+    guard let value else { throw MissingSeed() }
+    return value
+}
