@@ -58,9 +58,14 @@ public struct SharedFolderSync: Sendable {
         public var changedKeys: [String] = []
         /// Files skipped, with why.
         public var skipped: [String] = []
+        /// Why this replica's changes could not be written, if they could not: a state or
+        /// change larger than one file may be (`SyncMessage.maximumEncodedBytes`). The other
+        /// replicas' files were read all the same.
+        public var notWritten: String?
     }
 
-    /// Writes this store's changes to the folder, then takes every other replica's files.
+    /// Writes this store's changes to the folder, then takes every other replica's files
+    /// (even if this replica's changes were too large to write: see ``Report/notWritten``).
     ///
     /// - Throws: `ConvergeError.storage` if the folder cannot be written or read, if
     ///   the store's account or replica ID is not a plain file name (it would leave or hide
@@ -79,7 +84,12 @@ public struct SharedFolderSync: Sendable {
         // Publish what other writers of the store's storage (another process on the same
         // file) wrote too, and tell the app of it.
         report.changedKeys = try store.refresh()
-        report.written = try publish(store, account: account)
+        // A change too large to write must not stop this replica from reading the others.
+        do {
+            report.written = try publish(store, account: account)
+        } catch .malformed(let input) where input.problem == .limitExceeded {
+            report.notWritten = input.description
+        }
         var changed = Set(report.changedKeys)
         for name in try files.names(in: [account.rawValue]).sortedByUTF8() where name != store.replicaID.rawValue {
             guard let replica = ReplicaID(name) else {

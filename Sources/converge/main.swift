@@ -157,6 +157,7 @@ func run(_ options: Options) throws(ToolError) {
         do { report = try SharedFolderSync(folder: folder).synchronize(store) } catch { throw .failed("\(error)") }
         try say("synced through \(folder): \(report.written == nil ? "nothing new to write" : "wrote \(report.written!)"); read \(report.replicasRead.count) other replica(s); \(report.changedKeys.count) key(s) changed here")
         for skipped in report.skipped { complain("converge: skipped \(skipped)\n") }
+        if let notWritten = report.notWritten { throw .failed("this replica's changes could not be written: \(notWritten)") }
     case "conflicts":
         guard arguments.count <= 1 else { throw .usage("conflicts takes at most one KEY") }
         let store = try openStore(options)
@@ -193,6 +194,7 @@ func run(_ options: Options) throws(ToolError) {
                 do {
                     let report = try SharedFolderSync(folder: folder).synchronize(store)
                     for skipped in report.skipped { complain("converge: skipped \(skipped)\n") }
+                    if let notWritten = report.notWritten { complain("converge: this replica's changes could not be written: \(notWritten)\n") }
                 } catch { throw .failed("\(error)") }
             }
             let current = store.values

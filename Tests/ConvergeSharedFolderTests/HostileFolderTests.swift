@@ -71,4 +71,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: abandoned.path))
         #expect(FileManager.default.fileExists(atPath: live.path))
     }
+
+    /// The two honest offline writers with 9 MB each: the third replica's snapshot
+    /// of both exceeds what one file may hold. That is reported, and it still reads the
+    /// others (it used to write first and stop there, receiving nothing).
+    @Test func aChangeTooLargeToWriteDoesNotStopReadingTheOthers() throws {
+        let sync = SharedFolderSync(files: InMemoryFolder())
+        let big = String(repeating: "a", count: 9_000_000)
+        let (alice, bob, carol) = (ReplicatedKeyValueStore(replicaID: "alice", quota: .unlimited, clock: clock),
+                                   ReplicatedKeyValueStore(replicaID: "bob", quota: .unlimited, clock: clock),
+                                   ReplicatedKeyValueStore(replicaID: "carol", quota: .unlimited, clock: clock))
+        try alice.setValue(.string(big), forKey: "alice-big")
+        try bob.setValue(.string(big), forKey: "bob-big")
+        try sync.synchronize(alice)
+        try sync.synchronize(bob)
+        try sync.synchronize(carol)
+        try carol.setValue("small", forKey: "carol")
+        try alice.setValue("later", forKey: "alice-later")
+        try sync.synchronize(alice)
+        let report = try sync.synchronize(carol)
+        #expect(report.notWritten?.contains("exceeds the limit") == true, "\(String(describing: report.notWritten))")
+        #expect(report.written == nil)
+        #expect(carol.value(forKey: "alice-later") == "later")
+    }
 }
