@@ -55,6 +55,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// A store over the soft quota (mesh, folder) accepts writes that grow usage. Caught by
     /// the quota checker.
     case growsOverSoftQuota = "grows-over-soft-quota"
+    /// Messages and files damaged on the way arrive with a checksum that matches them, as
+    /// over a format without integrity checks. Caught by the integrity checker (a damaged
+    /// message was taken as valid), and in the folder topology by the no-lost-write and
+    /// convergence checkers.
+    case uncheckedDamage = "unchecked-damage"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -86,6 +91,8 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
         case .silentFullDisk:
             if options.diskFullPeriods == 0 { return "no disk is ever full (diskFullPeriods = 0)" }
             return options.crashes == 0 ? "no device crashes, so nothing dropped is ever missed (crashes = 0)" : nil
+        case .uncheckedDamage:
+            return options.corruptMessages == 0 ? "nothing is damaged on the way (corruptMessages = 0)" : nil
         case .amnesiacHub:
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
             return options.hubCrashes == 0 ? "the hub never crashes (hubCrashes = 0)" : nil
@@ -134,6 +141,9 @@ struct VariantHooks {
     private(set) var accountSwitchKeepsOldData = false
     /// Whether a store over the soft quota accepts growth (``BrokenVariant/growsOverSoftQuota``).
     private(set) var storesGrowWhileOverQuota = false
+    /// Whether damaged messages and files arrive with a checksum that matches them
+    /// (``BrokenVariant/uncheckedDamage``).
+    private(set) var linkResealsDamage = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -155,6 +165,7 @@ struct VariantHooks {
         case .silentFullDisk: diskDropsSavesWhenFull = true
         case .leakyAccountSwitch: accountSwitchKeepsOldData = true
         case .growsOverSoftQuota: storesGrowWhileOverQuota = true
+        case .uncheckedDamage: linkResealsDamage = true
         }
     }
 

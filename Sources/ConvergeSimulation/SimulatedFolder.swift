@@ -16,6 +16,8 @@ package final class SimulatedFolder: Sendable {
         var writer: Int
         /// The devices the file has been delivered to.
         var deliveredTo: Set<Int> = []
+        /// The devices whose copy was damaged on the way, with what they see.
+        var damagedCopies: [Int: [UInt8]] = [:]
     }
 
     struct State {
@@ -47,13 +49,29 @@ package final class SimulatedFolder: Sendable {
     /// - Returns: Whether the file still existed (else it never reaches `device`).
     @discardableResult
     package func deliver(_ path: [String], to device: Int) -> Bool {
-        state.withLock { $0.files[path]?.deliveredTo.insert(device) != nil }
+        state.withLock { state in
+            state.files[path]?.damagedCopies[device] = nil
+            return state.files[path]?.deliveredTo.insert(device) != nil
+        }
+    }
+
+    /// Makes `path` visible to `device` as `bytes`, a copy damaged on the way, until a
+    /// sound copy arrives; nothing happens if the file no longer exists.
+    package func deliverDamaged(_ path: [String], to device: Int, bytes: [UInt8]) {
+        state.withLock { state in
+            guard state.files[path] != nil else { return }
+            state.files[path]!.deliveredTo.insert(device)
+            state.files[path]!.damagedCopies[device] = bytes
+        }
     }
 
     /// Delivers every file that still exists to each of `devices` (the service has caught up).
     package func deliverEverything(to devices: Range<Int>) {
         state.withLock { state in
-            for path in state.files.keys { state.files[path]!.deliveredTo.formUnion(devices) }
+            for path in state.files.keys {
+                state.files[path]!.deliveredTo.formUnion(devices)
+                state.files[path]!.damagedCopies = [:]
+            }
         }
     }
 
@@ -84,7 +102,14 @@ package final class SimulatedFolder: Sendable {
     func contents(of path: [String], seenBy device: Int) -> [UInt8]? {
         state.withLock { state in
             guard let file = state.files[path], file.writer == device || file.deliveredTo.contains(device) else { return nil }
-            return file.bytes
+            return file.damagedCopies[device] ?? file.bytes
+        }
+    }
+
+    /// The files whose copy `device` sees is damaged, in path order.
+    func damagedPaths(seenBy device: Int) -> [[String]] {
+        state.withLock { state in
+            state.files.filter { $0.value.damagedCopies[device] != nil }.keys.sorted { $0.lexicographicallyPrecedes($1) }
         }
     }
 

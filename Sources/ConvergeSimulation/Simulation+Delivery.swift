@@ -50,14 +50,32 @@ extension Simulation {
         let lastCopy = message.copiesLeft == 0
         digest.update(id)
         digest.update(message.bytes)
+        let damaged = damagedCopy(of: message.bytes, message: id, copiesLeft: message.copiesLeft)
         if options.topology == .folder {
-            // A file, not a message: it appears in the receiver's folder, if it still exists.
-            if let path = fileDeliveries[id], case .device(let d) = message.to { folder.deliver(path, to: d) }
+            // A file, not a message: it appears in the receiver's folder, if it still exists
+            // (damaged, if it was damaged on the way: the reader skips it until a sound copy
+            // or the writer's next snapshot arrives).
+            if let path = fileDeliveries[id], case .device(let d) = message.to {
+                if let damaged { folder.deliverDamaged(path, to: d, bytes: damaged) } else { folder.deliver(path, to: d) }
+            }
             if lastCopy { fileDeliveries[id] = nil }
             return
         }
+        if let damaged {
+            // The receiver must refuse it, as a message lost on the way. A copy that decodes
+            // was taken for another message than the one sent: the integrity checker, which
+            // compares with what was sent, not with what the decoder says.
+            guard let taken = try? SyncMessage(encoded: damaged) else {
+                metrics.damagedMessagesRefused += 1
+                model.dropped(message: id, lastCopy: lastCopy)
+                return
+            }
+            if (try? taken.encoded()) != message.bytes {
+                report(Violation(.integrity, "a message damaged on the way (message \(id), one bit flipped) was taken as valid"))
+            }
+        }
         let decoded: SyncMessage
-        do { decoded = try SyncMessage(encoded: message.bytes) } catch {
+        do { decoded = try SyncMessage(encoded: damaged ?? message.bytes) } catch {
             violations.append(Violation(.sync, "a message the simulator sent does not decode: \(error)"))
             return
         }
@@ -72,4 +90,24 @@ extension Simulation {
     }
 
     func isCrashed(_ d: Int) -> Bool { devices[d].crashed }
+
+    /// The copy of a message or file as it arrives if the network damages it (one bit
+    /// flipped), or `nil` if it arrives sound: damage happens with probability
+    /// `corruptMessages` before the heal. Decided by a hash of the seed, the message and
+    /// the copy, not by the network's random stream, so a recorded trace replays it as is.
+    func damagedCopy(of bytes: [UInt8], message id: Int, copiesLeft: Int) -> [UInt8]? {
+        guard options.corruptMessages > 0, !healed, !bytes.isEmpty else { return nil }
+        var mixer = SplitMix64(seed: input.seed ^ (UInt64(id) &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(copiesLeft) << 48))
+        let draw = mixer.next()
+        guard Double(draw >> 11) / Double(1 << 53) < options.corruptMessages else { return nil }
+        let bit = Int(mixer.next() % UInt64(bytes.count * 8))
+        metrics.damagedCopies += 1
+        var damaged = bytes
+        damaged[bit / 8] ^= 1 << UInt8(bit % 8)
+        // A link without integrity checks hands over damaged bytes with a checksum that
+        // matches them (the broken variant): only what is behind the checksum can then
+        // refuse them.
+        if hooks.linkResealsDamage && damaged.count >= 4 { damaged = CRC32C.sealed(Array(damaged.dropLast(4))) }
+        return damaged
+    }
 }

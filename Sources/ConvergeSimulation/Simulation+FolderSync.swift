@@ -46,7 +46,11 @@ extension Simulation {
             }
             return
         }
+        let damaged = Set(folder.damagedPaths(seenBy: d).map(view.describe))
         for name in report.filesTaken {
+            if damaged.contains(name) {
+                self.report(Violation(.integrity, "\(devices[d].id) took \(name), a file damaged on the way (one bit flipped)"))
+            }
             guard let file = publishedFiles.first(where: { $0.name == name }) else {
                 violations.append(Violation(.sync, "\(devices[d].id) took \(name), which no device wrote"))
                 continue
@@ -54,6 +58,11 @@ extension Simulation {
             model.delivered(message: file.message, to: .device(d), currentAccount: store.account, lastCopy: false)
         }
         for skipped in report.skipped {
+            // A file damaged on the way is skipped, as it must be; any other is a finding.
+            if damaged.contains(where: { skipped.hasPrefix($0 + ": ") }) {
+                metrics.damagedFilesSkipped += 1
+                continue
+            }
             violations.append(Violation(.sync, "\(devices[d].id) skipped a file the simulator did not damage: \(skipped)"))
         }
         forgetRemovedFiles()

@@ -186,7 +186,7 @@ extension Simulation {
     /// every sample.
     func report(_ violation: Violation) {
         let kind = violation.kind
-        if [.referenceModel, .lostWrite, .compensation].contains(kind) {
+        if [.referenceModel, .lostWrite, .compensation, .integrity].contains(kind) {
             guard reportedModelKinds.insert(kind).inserted else { return }
         }
         violations.append(violation)

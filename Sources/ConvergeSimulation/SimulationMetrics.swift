@@ -213,6 +213,12 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var diskFullPeriods = 0
         /// Store operations refused because the disk was full (writes, messages, switches).
         public var refusedOnFullDisk = 0
+        /// Copies of messages and files damaged on the way (one bit flipped).
+        public var damagedCopies = 0
+        /// Damaged messages their receiver refused.
+        public var damagedMessagesRefused = 0
+        /// Times a reader skipped a file damaged on the way (folder topology).
+        public var damagedFilesSkipped = 0
         /// Device crashes.
         public var crashes = 0
         /// Writes a crash lost before the disk made them durable (never acknowledged).

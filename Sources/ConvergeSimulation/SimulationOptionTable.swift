@@ -248,6 +248,8 @@ package enum SimulationOptionTable {
         .integer("diskFullMs", \.diskFullMs, in: 1...100_000_000, default: 2_000, "length of a disk-full period"),
         .integer("clockJumps", \.clockJumps, in: 0...10_000, default: 0, "times a device's clock jumps backwards or forwards"),
         .integer("clockJumpMs", \.clockJumpMs, in: 1...604_800_000, default: 600_000, "largest clock jump, either way"),
+        .probability("corruptMessages", \.corruptMessages, default: 0,
+                     "probability a delivered copy of a message or file has one bit flipped (before the heal)"),
     ]
 
     /// The option called `name`, or `nil`.

@@ -119,6 +119,9 @@ public struct SimulationOptions: Hashable, Sendable {
     /// A partial heal: the probability a message is still lost once every link is up again
     /// (the liveness phase must converge through it).
     public package(set) var healedLoss = 0.0
+    /// The probability that a delivered copy of a message or file has one bit flipped on
+    /// the way, before the heal: the receiver must refuse it (its CRC-32C no longer matches).
+    public package(set) var corruptMessages = 0.0
 
     /// Options with every value at zero or its first case; ``Scenario/resolved(seed:)``
     /// sets every one from the table.

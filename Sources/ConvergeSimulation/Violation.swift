@@ -32,6 +32,9 @@ public struct Violation: Codable, Hashable, Sendable, CustomStringConvertible {
         case storage
         /// A sync message could not be encoded or decoded, or reached the wrong node.
         case sync
+        /// A message damaged on the way (a bit flipped by the network) was taken as valid:
+        /// what the receiver decoded differs from what was sent.
+        case integrity
         /// A replica or the hub broke one of its invariants (checked after every step in
         /// debug builds).
         case invariants

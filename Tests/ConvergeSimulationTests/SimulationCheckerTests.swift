@@ -226,6 +226,33 @@ struct SimulationCheckerTests {
                               alsoAllowed: [.liveness, .referenceModel, .compensation, .convergence], "hub restarting from nothing")
     }
 
+    static let damaged = SmallScenarios.make("small-damaged-messages") {
+        try $0.set(\.corruptMessages, to: 0.1)
+        try $0.set(\.removeWeight, to: 15)
+    }
+
+    @Test func messagesAndFilesDamagedOnTheWayAreRefusedAndRunsConverge() {
+        for topology in [SyncTopology.hub, .mesh, .folder] {
+            var scenario = Self.damaged
+            try! scenario.set(\.topology, to: topology)
+            for (seed, violations) in SmallScenarios.violations(scenario, seeds: 0..<3).enumerated() {
+                #expect(violations.isEmpty, "\(topology) seed \(seed): \(violations)")
+            }
+        }
+        let input = try! SimulationInput(scenario: Self.damaged, seed: 0)
+        let faults = SimulationRunner.run(input, checkDeterminism: false).metrics.faults
+        #expect(faults.damagedCopies > 0 && faults.damagedMessagesRefused == faults.damagedCopies, "\(faults)")
+    }
+
+    @Test func integrityCheckerCatchesDamageThatArrivesWithAMatchingChecksum() {
+        for topology in [SyncTopology.hub, .mesh, .folder] {
+            var scenario = Self.damaged
+            try! scenario.set(\.topology, to: topology)
+            Self.expectCaught(SmallScenarios.violations(scenario, variant: .uncheckedDamage, seeds: 0..<3), by: [.integrity],
+                              "damage with a matching checksum (\(topology))")
+        }
+    }
+
     @Test func aVariantThatCannotFireSaysSo() throws {
         let scenario = try SmallScenarios.make("inert") { try $0.set(\.policy, to: .multiValue) }.resolved(seed: 0)
         #expect(BrokenVariant.oldestWins.inertReason(in: scenario) == "the policy is multi-value, not lww")
