@@ -19,11 +19,22 @@ import Foundation
 /// ``compactionThreshold`` deltas a replica writes a fresh snapshot and deletes its older
 /// files, so the folder stays bounded by about one snapshot and a few deltas per replica.
 /// Tombstones are kept: a folder has no membership to know when they are stable.
+///
+/// A snapshot larger than ``maximumFileBytes`` is written in several files,
+/// `<sequence>.snapshot-<i>-of-<n>`, each holding whole keys (in UTF-8 order) and the whole
+/// context; a reader takes such a snapshot only once it holds all of its parts, joined into
+/// one state, so size never stops sync. A delta too large for one file is written as a
+/// snapshot instead.
 public struct SharedFolderSync: Sendable {
     /// The shared folder's files.
     public let files: any SharedFolderFiles
     /// Deltas a replica keeps before it compacts them into a snapshot.
     public var compactionThreshold: Int
+    /// The largest file this replica writes (at most `SyncMessage.maximumEncodedBytes`, the
+    /// largest any reader takes); a larger snapshot is split into parts.
+    public var maximumFileBytes = SyncMessage.maximumEncodedBytes {
+        didSet { maximumFileBytes = min(max(maximumFileBytes, 256), SyncMessage.maximumEncodedBytes) }
+    }
 
     // Deliberately broken behaviours, switched on only by the tests that show the property
     // tests catch them. Behind `@_spi(Testing)`: an app never sees them.
@@ -32,6 +43,8 @@ public struct SharedFolderSync: Sendable {
     @_spi(Testing) public var _guessesPublishedContext = false
     /// Reads a replica's files past a gap (a file not arrived yet) instead of stopping.
     @_spi(Testing) public var _readsPastGaps = false
+    /// Takes a snapshot written in parts as soon as any of its parts has arrived.
+    @_spi(Testing) public var _takesIncompleteSnapshots = false
 
     /// Syncs through the folder at `folder` on the file system.
     public init(folder: String, compactionThreshold: Int = 16) {
@@ -125,23 +138,85 @@ public struct SharedFolderSync: Sendable {
            case .gossip(let gossip)? = try? SyncMessage(encoded: bytes), gossip.account == account, gossip.sender == store.replicaID {
             published = gossip.delta.context
         }
+        // A snapshot not all of whose parts were written (the writer was killed meanwhile)
+        // is not readable, nor is anything after it: write a fresh snapshot.
+        if let last = sequence.last, last.isSnapshot, last.parts > 1,
+           Self.latestCompleteSnapshot(in: sequence)?.first?.sequence != last.sequence {
+            published = nil
+        }
         // The replica's own files knowing more of its writes than the store does prove its
         // counters reused (the store was restored, copied or recreated): it starts a new
         // incarnation, and publishes a snapshot under it.
         let restarted = try published.map { known throws(ConvergeError) in try store.checkOwnHistory(known) } ?? false
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
-        let snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
+        var snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
         guard var gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
         if _guessesPublishedContext && !snapshot {
             gossip.delta = ReplicatedMap.Delta(entries: [:], context: gossip.delta.context)
         }
-        let file = own + [SequencedFile.name(sequence: (sequence.last?.sequence ?? 0) + 1, isSnapshot: snapshot)]
-        try files.write(try SyncMessage.gossip(gossip).encoded(), to: file)
+        let next = (sequence.last?.sequence ?? 0) + 1
+        var contents: [[UInt8]]
+        if !snapshot, let bytes = try? SyncMessage.gossip(gossip).encoded(), bytes.count <= maximumFileBytes {
+            contents = [bytes]
+        } else {
+            // A delta too large for one file becomes a snapshot, which may be split.
+            if !snapshot, let whole = store.broadcast(after: nil) { gossip = whole }
+            snapshot = true
+            contents = try snapshotParts(of: gossip)
+        }
+        let names = contents.indices.map { SequencedFile.name(sequence: next, isSnapshot: snapshot, part: $0 + 1, of: contents.count) }
+        for (name, bytes) in zip(names, contents) { try files.write(bytes, to: own + [name]) }
         if snapshot {
-            // Readers start from the latest snapshot: the older files are no longer read.
+            // Readers start from the latest complete snapshot: the older files are no longer read.
             for old in sequence { try? files.remove(own + [old.name]) }
         }
-        return files.describe(file)
+        return files.describe(own + [names.last!])
+    }
+
+    /// The encoded files of a snapshot: one if it fits in ``maximumFileBytes``, else parts
+    /// that each hold whole keys, in UTF-8 order, and the whole context.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` (`limitExceeded`) if one key's entry alone
+    ///   does not fit in a file.
+    private func snapshotParts(of gossip: SyncGossip) throws(ConvergeError) -> [[UInt8]] {
+        if let bytes = try? SyncMessage.gossip(gossip).encoded(), bytes.count <= maximumFileBytes { return [bytes] }
+        let context = gossip.delta.context
+        func message(_ entries: [String: [Sibling]]) -> SyncMessage {
+            .gossip(SyncGossip(account: gossip.account, sender: gossip.sender,
+                               delta: ReplicatedMap.Delta(entries: entries, context: context), wantsReply: false))
+        }
+        let empty = try message([:]).encoded().count
+        // A key costs about what its entry adds to an empty message (varint widths aside:
+        // a margin covers them).
+        let budget = maximumFileBytes - empty - 16
+        var parts: [[String: [Sibling]]] = []
+        var current: [String: [Sibling]] = [:]
+        var used = 0
+        for key in gossip.delta.entries.keys.sortedByUTF8() {
+            let siblings = gossip.delta.entries[key]!
+            let cost = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded().count
+                - ReplicatedMap.Delta(entries: [:], context: context).encoded().count
+            guard cost <= budget else {
+                throw .malformed(.limitExceeded, "the entry of \"\(key)\" alone takes \(cost) bytes, more than a file of \(maximumFileBytes) bytes holds")
+            }
+            if used + cost > budget && !current.isEmpty {
+                parts.append(current)
+                current = [:]
+                used = 0
+            }
+            current[key] = siblings
+            used += cost
+        }
+        parts.append(current)
+        var files: [[UInt8]] = []
+        for part in parts {
+            let bytes = try message(part).encoded()
+            guard bytes.count <= maximumFileBytes else {
+                throw .malformed(.limitExceeded, "a snapshot part of \(bytes.count) bytes exceeds \(maximumFileBytes) bytes")
+            }
+            files.append(bytes)
+        }
+        return files
     }
 
     // MARK: Reading
@@ -149,72 +224,157 @@ public struct SharedFolderSync: Sendable {
     /// The largest sequence number a file name may carry.
     static let maximumSequence: UInt64 = 1 << 62
 
-    /// A file of a replica's sequence.
+    /// The most parts a snapshot is written in.
+    static let maximumParts = 65_536
+
+    /// A file of a replica's sequence: a delta, a whole snapshot, or part `part` of a
+    /// snapshot written in `parts` files.
     struct SequencedFile {
         var name: String
         var sequence: UInt64
         var isSnapshot: Bool
+        var part = 1
+        var parts = 1
 
-        static func name(sequence: UInt64, isSnapshot: Bool) -> String {
+        static func name(sequence: UInt64, isSnapshot: Bool, part: Int = 1, of parts: Int = 1) -> String {
             let digits = String(sequence)
-            return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + (isSnapshot ? ".snapshot" : ".delta")
+            let kind = !isSnapshot ? "delta" : parts == 1 ? "snapshot" : "snapshot-\(part)-of-\(parts)"
+            return String(repeating: "0", count: max(0, 20 - digits.count)) + digits + "." + kind
+        }
+
+        /// The file named `name`, or `nil` if the name is not one this transport writes.
+        init?(name: String) {
+            let pieces = name.split(separator: ".", omittingEmptySubsequences: false)
+            // Sequence numbers past 2^62 are never written: such a name is not one of ours,
+            // and taking it would leave no next number.
+            guard pieces.count == 2, pieces[0].count == 20, pieces[0].allSatisfy(\.isASCII),
+                  let sequence = UInt64(pieces[0]), sequence <= SharedFolderSync.maximumSequence else { return nil }
+            self.name = name
+            self.sequence = sequence
+            switch pieces[1] {
+            case "delta": isSnapshot = false
+            case "snapshot": isSnapshot = true
+            default:
+                let words = pieces[1].split(separator: "-", omittingEmptySubsequences: false)
+                guard words.count == 4, words[0] == "snapshot", words[2] == "of",
+                      let part = Int(words[1]), let parts = Int(words[3]), parts >= 2, parts <= SharedFolderSync.maximumParts,
+                      (1...parts).contains(part), name == Self.name(sequence: sequence, isSnapshot: true, part: part, of: parts)
+                else { return nil }
+                isSnapshot = true
+                self.part = part
+                self.parts = parts
+            }
         }
     }
 
     /// A replica's files in sequence order (temporary and unknown files left out).
     private func sequencedFiles(in folder: [String]) throws(ConvergeError) -> [SequencedFile] {
-        try files.names(in: folder).compactMap { name -> SequencedFile? in
-            let parts = name.split(separator: ".")
-            // Sequence numbers past 2^62 are never written: such a name is not one of ours,
-            // and taking it would leave no next number.
-            guard parts.count == 2, parts[0].count == 20, let sequence = UInt64(parts[0]), sequence <= Self.maximumSequence,
-                  parts[1] == "snapshot" || parts[1] == "delta" else { return nil }
-            return SequencedFile(name: name, sequence: sequence, isSnapshot: parts[1] == "snapshot")
-        }.sorted { $0.sequence < $1.sequence }
+        try files.names(in: folder).compactMap(SequencedFile.init(name:))
+            .sorted { ($0.sequence, $0.part) < ($1.sequence, $1.part) }
     }
 
-    /// Gives `store` one replica's latest snapshot and the consecutive deltas after it, up
-    /// to the first gap or invalid file; returns the files it took, the keys that changed
-    /// and the files skipped.
+    /// Gives `store` one replica's latest complete snapshot (every part of it arrived) and
+    /// the consecutive deltas after it, up to the first gap or invalid file; returns the
+    /// files it took, the keys that changed and the files skipped.
     ///
     /// - Throws: The store's storage error.
     private func take(filesOf replica: ReplicaID, account: AccountID, into store: ReplicatedKeyValueStore)
         throws(ConvergeError) -> (files: [String], changedKeys: [String], skipped: [String]) {
         let folder = [account.rawValue, replica.rawValue]
-        guard let sequence = try? sequencedFiles(in: folder), let start = sequence.lastIndex(where: \.isSnapshot) else { return ([], [], []) }
+        guard let sequence = try? sequencedFiles(in: folder),
+              let snapshot = Self.latestCompleteSnapshot(in: sequence, orAnyPart: _takesIncompleteSnapshots) else { return ([], [], []) }
         var taken: [String] = []
         var changed: [String] = []
-        var expected = sequence[start].sequence
-        for file in sequence[start...] {
-            // A gap: a file that has not arrived yet, or compaction in progress. Read on next time.
-            guard file.sequence == expected || _readsPastGaps else { break }
+        // The snapshot, joined from its parts.
+        var parts: [SyncGossip] = []
+        for file in snapshot {
             let path = folder + [file.name]
-            let message: SyncMessage
+            do {
+                guard let gossip = try gossip(at: path, account: account, replica: replica) else { return ([], [], []) }
+                parts.append(gossip)
+            } catch {
+                return ([], [], ["\(files.describe(path)): \(error)"])
+            }
+        }
+        let joined: SyncGossip
+        do { joined = try Self.join(parts) } catch {
+            return ([], [], ["\(files.describe(folder + [snapshot[0].name])): \(error)"])
+        }
+        let receipt = try store.receive(.gossip(joined))
+        // The file proved this replica's counters reused and was not applied: read this
+        // replica again from its snapshot next time, under the new incarnation.
+        if receipt.startedIncarnation { return ([], [], []) }
+        changed += receipt.changedKeys
+        taken += snapshot.map { files.describe(folder + [$0.name]) }
+        var expected = snapshot[0].sequence + 1
+        for file in sequence where file.sequence > snapshot[0].sequence {
+            // A gap: a file that has not arrived yet, or compaction in progress (a later
+            // snapshot, some of whose parts have not arrived, is one too). Read on next time.
+            guard !file.isSnapshot, file.sequence == expected || _readsPastGaps else { break }
+            let path = folder + [file.name]
+            let message: SyncGossip
             do {
                 // A file removed by compaction since it was listed is a gap too.
-                guard let bytes = try files.contents(of: path) else {
+                guard let gossip = try gossip(at: path, account: account, replica: replica) else {
                     if _readsPastGaps { continue }
                     break
                 }
-                message = try SyncMessage(encoded: bytes)
-                guard case .gossip(let gossip) = message else { throw ConvergeError.malformed(.unexpectedMessage, "not a gossip message") }
-                guard gossip.account == account else {
-                    throw ConvergeError.malformed(.unexpectedMessage, "a file of account \(gossip.account) in \(account)'s folder")
-                }
-                guard gossip.sender == replica else {
-                    throw ConvergeError.malformed(.unexpectedMessage, "a file of \(gossip.sender) in \(replica)'s folder")
-                }
+                message = gossip
             } catch {
                 return (taken, changed, ["\(files.describe(path)): \(error)"])
             }
-            let receipt = try store.receive(message)
-            // The file proved this replica's counters reused and was not applied: read this
-            // replica again from its snapshot next time, under the new incarnation.
+            let receipt = try store.receive(.gossip(message))
             if receipt.startedIncarnation { break }
             changed += receipt.changedKeys
             taken.append(files.describe(path))
             expected = file.sequence + 1
         }
         return (taken, changed, [])
+    }
+
+    /// The files of the latest snapshot whose every part is listed, in part order (or,
+    /// broken, of the latest snapshot any part of which is listed).
+    static func latestCompleteSnapshot(in sequence: [SequencedFile], orAnyPart: Bool = false) -> [SequencedFile]? {
+        for file in sequence.reversed() where file.isSnapshot {
+            let group = sequence.filter { $0.sequence == file.sequence && $0.isSnapshot && $0.parts == file.parts }
+            if group.map(\.part) == Array(1...file.parts) || orAnyPart { return group }
+        }
+        return nil
+    }
+
+    /// The gossip message in the file at `path`, or `nil` if the file is gone (removed by
+    /// compaction since it was listed).
+    ///
+    /// - Throws: `ConvergeError` if the file cannot be read, is not a gossip message, or
+    ///   belongs to another account or replica.
+    private func gossip(at path: [String], account: AccountID, replica: ReplicaID) throws(ConvergeError) -> SyncGossip? {
+        guard let bytes = try files.contents(of: path) else { return nil }
+        guard case .gossip(let gossip) = try SyncMessage(encoded: bytes) else { throw .malformed(.unexpectedMessage, "not a gossip message") }
+        guard gossip.account == account else {
+            throw .malformed(.unexpectedMessage, "a file of account \(gossip.account) in \(account)'s folder")
+        }
+        guard gossip.sender == replica else { throw .malformed(.unexpectedMessage, "a file of \(gossip.sender) in \(replica)'s folder") }
+        return gossip
+    }
+
+    /// The snapshot the parts of one make: their keys (which no two share) under the context
+    /// they all carry.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the parts disagree on the context or
+    ///   share a key.
+    static func join(_ parts: [SyncGossip]) throws(ConvergeError) -> SyncGossip {
+        guard parts.count > 1 else { return parts[0] }
+        var joined = parts[0]
+        for part in parts.dropFirst() {
+            guard part.delta.context == joined.delta.context else {
+                throw .malformed(.unexpectedMessage, "the parts of a snapshot carry different contexts")
+            }
+            for (key, siblings) in part.delta.entries {
+                guard joined.delta.entries.updateValue(siblings, forKey: key) == nil else {
+                    throw .malformed(.unexpectedMessage, "two parts of a snapshot hold \"\(key)\"")
+                }
+            }
+        }
+        return joined
     }
 }

@@ -60,6 +60,10 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// message was taken as valid), and in the folder topology by the no-lost-write and
     /// convergence checkers.
     case uncheckedDamage = "unchecked-damage"
+    /// In the folder topology, readers take a snapshot written in parts before every part
+    /// has arrived, as if the missing keys had been removed. Caught by the no-lost-write
+    /// checker.
+    case takesIncompleteSnapshots = "takes-incomplete-snapshots"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -93,6 +97,9 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
             return options.crashes == 0 ? "no device crashes, so nothing dropped is ever missed (crashes = 0)" : nil
         case .uncheckedDamage:
             return options.corruptMessages == 0 ? "nothing is damaged on the way (corruptMessages = 0)" : nil
+        case .takesIncompleteSnapshots:
+            if options.topology != .folder { return "no device reads files in the \(options.topology.rawValue) topology" }
+            return options.folderFileBytes >= 1 << 20 ? "no snapshot is written in parts (folderFileBytes = \(options.folderFileBytes))" : nil
         case .amnesiacHub:
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
             return options.hubCrashes == 0 ? "the hub never crashes (hubCrashes = 0)" : nil
@@ -144,6 +151,9 @@ struct VariantHooks {
     /// Whether damaged messages and files arrive with a checksum that matches them
     /// (``BrokenVariant/uncheckedDamage``).
     private(set) var linkResealsDamage = false
+    /// Whether folder readers take snapshots before every part arrived
+    /// (``BrokenVariant/takesIncompleteSnapshots``).
+    private(set) var folderReadersTakeIncompleteSnapshots = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -166,6 +176,7 @@ struct VariantHooks {
         case .leakyAccountSwitch: accountSwitchKeepsOldData = true
         case .growsOverSoftQuota: storesGrowWhileOverQuota = true
         case .uncheckedDamage: linkResealsDamage = true
+        case .takesIncompleteSnapshots: folderReadersTakeIncompleteSnapshots = true
         }
     }
 

@@ -31,6 +31,8 @@ extension Simulation {
         var transport = SharedFolderSync(files: view)
         transport._guessesPublishedContext = hooks.senderGuessesPeerContext
         transport._readsPastGaps = hooks.folderReadersReadPastGaps
+        transport.maximumFileBytes = options.folderFileBytes
+        transport._takesIncompleteSnapshots = hooks.folderReadersTakeIncompleteSnapshots
         let outcome = Result { () throws(ConvergeError) in try transport.synchronize(store) }
         // The file written carries what the device knew before it took the others' files:
         // the transport writes first, then reads (and a failure while reading leaves it written).

@@ -250,6 +250,8 @@ package enum SimulationOptionTable {
         .integer("clockJumpMs", \.clockJumpMs, in: 1...604_800_000, default: 600_000, "largest clock jump, either way"),
         .probability("corruptMessages", \.corruptMessages, default: 0,
                      "probability a delivered copy of a message or file has one bit flipped (before the heal)"),
+        .integer("folderFileBytes", \.folderFileBytes, in: 256...16_777_216, default: 16_777_216,
+                 "largest shared-folder file a device writes; larger snapshots are written in parts (folder topology)"),
     ]
 
     /// The option called `name`, or `nil`.

@@ -122,6 +122,9 @@ public struct SimulationOptions: Hashable, Sendable {
     /// The probability that a delivered copy of a message or file has one bit flipped on
     /// the way, before the heal: the receiver must refuse it (its CRC-32C no longer matches).
     public package(set) var corruptMessages = 0.0
+    /// The largest shared-folder file a device writes; a larger snapshot is written in
+    /// parts (folder topology).
+    public package(set) var folderFileBytes = 0
 
     /// Options with every value at zero or its first case; ``Scenario/resolved(seed:)``
     /// sets every one from the table.

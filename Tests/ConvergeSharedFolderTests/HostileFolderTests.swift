@@ -73,9 +73,9 @@ import Testing
     }
 
     /// The two honest offline writers with 9 MB each: the third replica's snapshot
-    /// of both exceeds what one file may hold. That is reported, and it still reads the
-    /// others (it used to write first and stop there, receiving nothing).
-    @Test func aChangeTooLargeToWriteDoesNotStopReadingTheOthers() throws {
+    /// of both exceeds what one file may hold, so it is written in parts, and the third
+    /// replica still reads the others (it used to write first and stop there, for good).
+    @Test func aSnapshotLargerThanAFileIsWrittenInPartsAndReadWhole() throws {
         let sync = SharedFolderSync(files: InMemoryFolder())
         let big = String(repeating: "a", count: 9_000_000)
         let (alice, bob, carol) = (ReplicatedKeyValueStore(replicaID: "alice", quota: .unlimited, clock: clock),
@@ -90,8 +90,26 @@ import Testing
         try alice.setValue("later", forKey: "alice-later")
         try sync.synchronize(alice)
         let report = try sync.synchronize(carol)
-        #expect(report.notWritten?.contains("exceeds the limit") == true, "\(String(describing: report.notWritten))")
-        #expect(report.written == nil)
+        #expect(report.notWritten == nil)
+        #expect(report.written?.hasSuffix(".snapshot-2-of-2") == true, "\(String(describing: report.written))")
         #expect(carol.value(forKey: "alice-later") == "later")
+        let dave = ReplicatedKeyValueStore(replicaID: "dave", quota: .unlimited, clock: clock)
+        try sync.synchronize(dave)
+        #expect(dave.replicatedState == carol.replicatedState)
+    }
+
+    /// A key whose entry alone exceeds what a file may hold cannot be written; that is
+    /// reported, and the others are read all the same.
+    @Test func aKeyTooLargeForAnyFileIsReportedAndTheOthersStillRead() throws {
+        var sync = SharedFolderSync(files: InMemoryFolder())
+        sync.maximumFileBytes = 1_024
+        let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)
+        let bob = ReplicatedKeyValueStore(replicaID: "bob", clock: clock)
+        try alice.setValue("hello", forKey: "greeting")
+        try sync.synchronize(alice)
+        try bob.setValue(.string(String(repeating: "b", count: 2_000)), forKey: "big")
+        let report = try sync.synchronize(bob)
+        #expect(report.notWritten?.contains("the entry of \"big\" alone takes") == true, "\(String(describing: report.notWritten))")
+        #expect(bob.value(forKey: "greeting") == "hello")
     }
 }

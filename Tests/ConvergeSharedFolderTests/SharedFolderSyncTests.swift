@@ -56,6 +56,53 @@ struct SharedFolderSyncTests {
     }
 
     @Test(arguments: FolderKind.allCases)
+    func aSnapshotInPartsIsTakenOnlyOnceEveryPartHasArrived(kind: FolderKind) throws {
+        let folder = kind.make()
+        var writer = SharedFolderSync(files: folder)
+        writer.maximumFileBytes = 400
+        let alice = store("alice")
+        for index in 0..<40 { try alice.setValue(.string("value \(index) " + String(repeating: "x", count: index)), forKey: "key-\(index)") }
+        let written = try #require(try writer.synchronize(alice).written)
+        let names = try folder.names(in: ["default", "alice"]).sorted()
+        #expect(names.count > 3 && names.allSatisfy { $0.hasPrefix("00000000000000000001.snapshot-") }, "\(names)")
+        #expect(written.hasSuffix("00000000000000000001.snapshot-\(names.count)-of-\(names.count)"))
+        // A reader missing one part takes nothing of the snapshot, then all of it.
+        let view = DelayedView(folder)
+        view.held.withLock { $0 = [["default", "alice", "00000000000000000001.snapshot-2-of-\(names.count)"]] }
+        let bob = store("bob")
+        let reader = SharedFolderSync(files: view)
+        #expect(try reader.synchronize(bob).filesTaken.isEmpty)
+        #expect(bob.values.isEmpty)
+        view.held.withLock { $0 = [] }
+        let report = try reader.synchronize(bob)
+        #expect(report.filesTaken.count == names.count && report.changedKeys.count == 40)
+        #expect(bob.replicatedState == alice.replicatedState)
+        // Then a delta, as usual, and a snapshot in parts again when compacting.
+        try alice.setValue("new", forKey: "key-new")
+        #expect(try writer.synchronize(alice).written?.hasSuffix("00000000000000000002.delta") == true)
+        try reader.synchronize(bob)
+        #expect(bob.value(forKey: "key-new") == "new")
+    }
+
+    @Test func partsThatDisagreeAreSkippedAndReported() throws {
+        let folder = InMemoryFolder()
+        var writer = SharedFolderSync(files: folder)
+        writer.maximumFileBytes = 300
+        let alice = store("alice")
+        for index in 0..<20 { try alice.setValue(.integer(Int64(index)), forKey: "key-\(index)") }
+        try writer.synchronize(alice)
+        // Part 1 replaced by a part of another snapshot (another context).
+        let other = store("alice")
+        try other.setValue(.integer(99), forKey: "key-0")
+        let gossip = try #require(other.broadcast(after: nil))
+        let names = try folder.names(in: ["default", "alice"]).sorted()
+        try folder.write(try SyncMessage.gossip(gossip).encoded(), to: ["default", "alice", names[0]])
+        let report = try SharedFolderSync(files: folder).synchronize(store("bob"))
+        #expect(report.filesTaken.isEmpty)
+        #expect(report.skipped.count == 1 && report.skipped[0].contains("carry different contexts"), "\(report.skipped)")
+    }
+
+    @Test(arguments: FolderKind.allCases)
     func storesConvergeThroughTheFolderWithChangesReported(kind: FolderKind) throws {
         let sync = SharedFolderSync(files: kind.make())
         let (alice, bob, carol) = (store("alice"), store("bob"), store("carol"))

@@ -253,6 +253,23 @@ struct SimulationCheckerTests {
         }
     }
 
+    static let folderParts = SmallScenarios.make("small-folder-parts") {
+        try $0.set(\.topology, to: .folder)
+        try $0.set(\.folderFileBytes, to: 512)
+        try $0.set(\.keys, to: 30)
+    }
+
+    @Test func snapshotsWrittenInPartsConverge() {
+        for (seed, violations) in SmallScenarios.violations(Self.folderParts, seeds: 0..<3).enumerated() {
+            #expect(violations.isEmpty, "seed \(seed): \(violations)")
+        }
+    }
+
+    @Test func lostWriteCheckerCatchesAReaderThatTakesIncompleteSnapshots() {
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.folderParts, variant: .takesIncompleteSnapshots, seeds: 0..<4), by: [.lostWrite],
+                              alsoAllowed: [.liveness, .referenceModel, .convergence], "reader taking incomplete snapshots")
+    }
+
     @Test func aVariantThatCannotFireSaysSo() throws {
         let scenario = try SmallScenarios.make("inert") { try $0.set(\.policy, to: .multiValue) }.resolved(seed: 0)
         #expect(BrokenVariant.oldestWins.inertReason(in: scenario) == "the policy is multi-value, not lww")
