@@ -138,7 +138,8 @@ public final class ReplicatedKeyValueStore: Sendable {
     ///   unchanged.
     /// - Complexity: O(*v*) in the size of the values involved, plus the storage's cost.
     public func setValue(_ value: Value?, forKey key: String) throws(ConvergeError) {
-        try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
+        let key = Self.canonicalSpelling(of: key)
+        return try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             if !(state.brokenSoftQuota && !quota.admits(state.map.usage)) {
                 try quota.check(writing: value, forKey: key, in: state.map)
             }
@@ -166,7 +167,8 @@ public final class ReplicatedKeyValueStore: Sendable {
             var map = state.map
             var clock = state.clock
             var written: [String: [Sibling]] = [:]
-            for (key, value) in changes {
+            for (spelled, value) in changes {
+                let key = Self.canonicalSpelling(of: spelled)
                 try quota.check(writing: value, forKey: key, in: map)
                 let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
                 guard let sibling = map.plannedWrite(value, forKey: key, replica: state.writerID, timestamp: timestamp) else { continue }
@@ -176,6 +178,13 @@ public final class ReplicatedKeyValueStore: Sendable {
             guard !written.isEmpty else { return WritePlan(result: ()) }
             return WritePlan(update: .change(StorageChange(entries: written, context: map.context, clock: clock.latest)), result: ())
         }
+    }
+
+    /// The spelling a key is written with: Unicode normal form C. "é" composed and
+    /// decomposed are one key to Swift (and so to reads), but different bytes to a storage,
+    /// a hub's quota and other replicas' encodings; written keys are always composed.
+    static func canonicalSpelling(of key: String) -> String {
+        key.utf8.allSatisfy { $0 < 0x80 } ? key : key.precomposedStringWithCanonicalMapping
     }
 
     /// Removes `key`. Removing an absent key does nothing.

@@ -116,6 +116,11 @@ extension ReplicatedMap.Delta {
             if let previousKey, !previousKey.precedesInUTF8Order(key) {
                 throw .malformed(.nonCanonical, "keys not in strictly increasing byte order", at: at)
             }
+            // Two spellings of one Unicode text ("é" composed and decomposed) are one key to
+            // Swift: taking both would silently drop one's siblings.
+            guard entries[key] == nil else {
+                throw .malformed(.nonCanonical, "the key \"\(key)\" appears twice, spelled in two Unicode normal forms", at: at)
+            }
             guard entries[key] == nil else { throw .malformed(.nonCanonical, "duplicate key", at: at) }
             let siblingCount = try reader.readCount(limit: limits.maximumSiblingsPerKey, minimumElementBytes: 5)
             guard siblingCount > 0 else { throw .malformed(.invalidEntry, "key without siblings", at: at) }

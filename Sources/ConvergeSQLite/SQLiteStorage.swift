@@ -369,13 +369,16 @@ public final class SQLiteStorage: Storage {
         let delete = try db.cached("DELETE FROM entries WHERE key = ?")
         for key in change.entries.keys.sortedByUTF8() {
             let siblings = change.entries[key]!
+            // One row per key whatever its Unicode spelling (SQLite compares bytes; Swift,
+            // and so the store, compares text): rows are keyed by normal form C.
+            let row = key.utf8.allSatisfy { $0 < 0x80 } ? key : key.precomposedStringWithCanonicalMapping
             if siblings.isEmpty {
-                try delete.run([.text(key)])
+                try delete.run([.text(row)])
             } else {
                 var context = VersionVector()
                 for sibling in siblings { context.raise(sibling.dot.replica, to: sibling.dot.counter) }
                 let bytes = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded()
-                try insert.run([.text(key), .blob(SQLiteRecord.sealed(bytes, name: key)), stamp])
+                try insert.run([.text(row), .blob(SQLiteRecord.sealed(bytes, name: row)), stamp])
             }
         }
         var context = BinaryWriter()

@@ -99,6 +99,24 @@ struct SQLiteStorageTests {
         #expect(outcomes.refused >= 20, "refused \(outcomes.refused), intact \(outcomes.intact)")
     }
 
+    /// "é" composed and decomposed are one key, in memory and on disk: the second write
+    /// replaces the first, also after a reopen (SQLite compares the bytes, which differ).
+    @Test func oneKeyInTwoUnicodeSpellingsIsOneRowAndTheLaterWriteWins() throws {
+        let folder = temporaryFolder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        do {
+            let store = try ReplicatedKeyValueStore(replicaID: "phone", storage: try SQLiteStorage(path: path), clock: ManualClock())
+            try store.setValue(.string("first"), forKey: "caf\u{E9}")
+            try store.setValue(.string("second"), forKey: "cafe\u{301}")
+            #expect(store.value(forKey: "caf\u{E9}") == .string("second"))
+        }
+        let reopened = try ReplicatedKeyValueStore(replicaID: "phone", storage: try SQLiteStorage(path: path), clock: ManualClock())
+        #expect(reopened.value(forKey: "caf\u{E9}") == .string("second"))
+        #expect(reopened.replicatedState.entries.count == 1)
+        let db = try SQLiteConnection(path: path)
+        #expect(try db.execute("SELECT count(*) FROM entries", doing: .read).first?.first?.integer == 1)
+    }
+
     /// One damaged record names itself.
     @Test func aDamagedRecordIsRefusedNamingIt() throws {
         let folder = temporaryFolder()

@@ -80,6 +80,26 @@ import Testing
         #expect(a.value(forKey: "k") == .string("from the future"))
     }
 
+    @Test func oneKeySpelledInTwoUnicodeFormsIsRefusedNotHalfDropped() throws {
+        // "é" composed (U+00E9) and decomposed (e + U+0301): distinct bytes, one Swift key.
+        let composed = "\u{E9}", decomposed = "e\u{301}"
+        let stamp = HybridTimestamp(wallMilliseconds: Self.start, logical: 0)
+        let delta = ReplicatedMap.Delta(entries: [:], context: VersionVector(["B": 2]))
+        var writer = BinaryWriter()
+        delta.context.encode(into: &writer)
+        writer.writeVarint(2)
+        for (index, key) in [decomposed, composed].enumerated() {  // UTF-8 order: 0x65 < 0xC3
+            writer.writeString(key)
+            writer.writeVarint(1)
+            writer.writeVarint(0)  // replica index of B
+            writer.writeVarint(UInt64(index + 1))
+            stamp.encode(into: &writer)
+            writer.writeByte(1)
+            Value.string("value \(index)").encode(into: &writer)
+        }
+        #expect(Self.malformedProblem { _ = try ReplicatedMap.Delta(encoded: writer.bytes) } == .nonCanonical)
+    }
+
     // MARK: The hub
 
     static let quota = Quota(maximumKeyCount: 2, maximumTotalValueBytes: 1_000, maximumValueBytes: 100, maximumKeyBytes: 64)
