@@ -12,6 +12,10 @@ extension ReplicatedKeyValueStore {
     public static let changeReasonKey = "ReplicatedKeyValueStoreChangeReasonKey"
     /// The userInfo key of the changed keys, a `[String]`.
     public static let changedKeysKey = "ReplicatedKeyValueStoreChangedKeysKey"
+    /// The userInfo key of the changed keys that hold concurrent values after the change, a
+    /// `[String]` in UTF-8 byte order: the conflicts an app that only listens to the
+    /// notification should look at (``siblings(forKey:)`` gives every value).
+    public static let conflictedKeysKey = "ReplicatedKeyValueStoreConflictedKeysKey"
 
     /// `serverChange`, as in `NSUbiquitousKeyValueStoreServerChange`.
     public static let serverChange = ChangeReason.serverChange.rawValue
@@ -74,6 +78,34 @@ extension ReplicatedKeyValueStore {
         setReportingErrors(.integer(value), forKey: key)
     }
 
+    /// Stores an integer, as `UserDefaults.set(_:forKey:)` does for an `Int`.
+    public func set(_ value: Int, forKey key: String) {
+        setReportingErrors(.integer(Int64(value)), forKey: key)
+    }
+
+    /// Stores a float, as a double (NaN is refused).
+    public func set(_ value: Float, forKey key: String) {
+        setReportingErrors(.double(Double(value)), forKey: key)
+    }
+
+    /// Stores a URL as its absolute string (`nil` removes the key); ``url(forKey:)`` reads
+    /// it back.
+    public func set(_ url: URL?, forKey key: String) {
+        setReportingErrors(url.map { .string($0.absoluteString) }, forKey: key)
+    }
+
+    /// Removes every key, as one synced change (each key gets a tombstone, so the removal
+    /// reaches the other devices). A storage failure changes nothing and is reported as a
+    /// ``StoreEvent/writeRejected(key:error:)`` event with an empty key; use
+    /// ``setValues(_:)`` to get the error thrown instead.
+    public func removeAll() {
+        do {
+            try setValues(values.keys.sortedByUTF8().map { (key: $0, value: nil) })
+        } catch {
+            emit([.writeRejected(key: "", error: error)])
+        }
+    }
+
     /// Removes `key`; removing an absent key does nothing.
     public func removeObject(forKey key: String) {
         setReportingErrors(nil, forKey: key)
@@ -92,6 +124,11 @@ extension ReplicatedKeyValueStore {
     }
 
     /// The array of `key`, or `nil` if absent or not an array.
+    ///
+    /// Like every getter, it reads the value the key's merge policy resolves when devices
+    /// wrote it concurrently: under ``MergePolicy/multiValue`` that is an array of every
+    /// concurrent value, so two concurrent arrays read as `[["Devon"], ["Cornwall"]]`. Use
+    /// ``siblings(forKey:)`` to read each concurrent write with its dot and timestamp.
     public func array(forKey key: String) -> [Any]? {
         guard case .array(let elements)? = value(forKey: key) else { return nil }
         return elements.map(\.propertyListObject)
@@ -117,6 +154,38 @@ extension ReplicatedKeyValueStore {
     /// The double of `key` (see ``Value/doubleConversion``), 0 if absent.
     public func double(forKey key: String) -> Double {
         value(forKey: key)?.doubleConversion ?? 0
+    }
+
+    /// The integer of `key`, as `UserDefaults.integer(forKey:)`: the conversions of
+    /// ``longLong(forKey:)``, 0 if absent.
+    public func integer(forKey key: String) -> Int {
+        Int(truncatingIfNeeded: longLong(forKey: key))
+    }
+
+    /// The float of `key` (see ``Value/doubleConversion``), 0 if absent.
+    public func float(forKey key: String) -> Float {
+        Float(double(forKey: key))
+    }
+
+    /// The strings of `key`, or `nil` if absent, not an array, or holding anything but
+    /// strings (as `UserDefaults.stringArray(forKey:)`).
+    public func stringArray(forKey key: String) -> [String]? {
+        guard case .array(let elements)? = value(forKey: key) else { return nil }
+        var strings: [String] = []
+        for element in elements {
+            guard case .string(let string) = element else { return nil }
+            strings.append(string)
+        }
+        return strings
+    }
+
+    /// The URL of `key`, as `UserDefaults.url(forKey:)`: a string with a scheme is read as
+    /// that URL, any other string as a file path (a leading "~" is the home folder); `nil`
+    /// if absent or not a string.
+    public func url(forKey key: String) -> URL? {
+        guard case .string(let text)? = value(forKey: key), !text.isEmpty else { return nil }
+        if let url = URL(string: text), url.scheme != nil { return url }
+        return URL(fileURLWithPath: (text as NSString).expandingTildeInPath)
     }
 
     /// The Boolean of `key` (see ``Value/boolConversion``), `false` if absent.

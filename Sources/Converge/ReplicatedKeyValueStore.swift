@@ -364,9 +364,11 @@ public final class ReplicatedKeyValueStore: Sendable {
         for event in events {
             for handler in handlers { handler(event) }
             if case .externalChange(let change) = event {
+                let conflicted = state.withLock { state in change.keys.filter { (state.map.entries[$0]?.count ?? 0) > 1 } }
                 NotificationCenter.default.post(
                     name: Self.didChangeExternallyNotification, object: self,
-                    userInfo: [Self.changeReasonKey: change.reason.rawValue, Self.changedKeysKey: change.keys])
+                    userInfo: [Self.changeReasonKey: change.reason.rawValue, Self.changedKeysKey: change.keys,
+                               Self.conflictedKeysKey: conflicted])
             }
         }
     }

@@ -8,6 +8,7 @@ final class NotificationRecorder {
     struct Item: Hashable, Sendable {
         var reason: Int?
         var keys: [String]?
+        var conflicted: [String]? = nil
     }
 
     /// Shared with the observer block, which may run on any thread.
@@ -23,7 +24,8 @@ final class NotificationRecorder {
             forName: ReplicatedKeyValueStore.didChangeExternallyNotification, object: store, queue: nil
         ) { [inbox] note in
             let item = Item(reason: note.userInfo?[ReplicatedKeyValueStore.changeReasonKey] as? Int,
-                            keys: note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String])
+                            keys: note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String],
+                            conflicted: note.userInfo?[ReplicatedKeyValueStore.conflictedKeysKey] as? [String])
             inbox.items.withLock { $0.append(item) }
         }
     }
