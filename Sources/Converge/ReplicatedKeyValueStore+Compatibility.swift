@@ -39,7 +39,7 @@ extension ReplicatedKeyValueStore {
         do {
             setReportingErrors(try Value(propertyList: value), forKey: key)
         } catch {
-            emit([.writeRejected(key: key, error: error)])
+            reportRejected(key: key, error)
         }
     }
 
@@ -102,7 +102,7 @@ extension ReplicatedKeyValueStore {
         do {
             try setValues(values.keys.sortedByUTF8().map { (key: $0, value: nil) })
         } catch {
-            emit([.writeRejected(key: "", error: error)])
+            reportRejected(key: "", error)
         }
     }
 

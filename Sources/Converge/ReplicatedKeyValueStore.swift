@@ -204,9 +204,19 @@ public final class ReplicatedKeyValueStore: Sendable {
             if case .quotaExceeded = error {
                 emit([.externalChange(ExternalChange(reason: .quotaViolationChange, keys: [key]))])
             } else {
-                emit([.writeRejected(key: key, error: error)])
+                reportRejected(key: key, error)
             }
         }
+    }
+
+    /// Reports a write the non-throwing API refused: a ``StoreEvent/writeRejected(key:error:)``
+    /// event, and in debug builds a line on standard error, the diagnostic a developer sees
+    /// where `UserDefaults` would raise an exception (release builds stay quiet and running).
+    func reportRejected(key: String, _ error: ConvergeError) {
+        #if DEBUG
+        FileHandle.standardError.write(Data("Converge: a write of \"\(key)\" was refused and changed nothing: \(error)\n".utf8))
+        #endif
+        emit([.writeRejected(key: key, error: error)])
     }
 
     // MARK: Reads

@@ -67,10 +67,13 @@ struct StoreTests {
         let token = store.observe(log.append)
         store.set(Double.nan, forKey: "k")
         store.set(NSObject() as Any?, forKey: "k")
+        store.set(UInt64.max as Any?, forKey: "k")
+        store.set("no key", forKey: "")
         token.cancel()
         #expect(store.replicatedState == before)
-        #expect(log.all.count == 2)
-        #expect(log.all.allSatisfy { if case .writeRejected(key: "k", _) = $0 { return true } else { return false } })
+        #expect(log.all.count == 4)
+        #expect(log.all.prefix(3).allSatisfy { if case .writeRejected(key: "k", _) = $0 { return true } else { return false } })
+        #expect(log.all.last == .writeRejected(key: "", error: .emptyKey))
         #expect(ConvergeError.invalidValue(.notANumber).description.contains("NaN"))
     }
 
