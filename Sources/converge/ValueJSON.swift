@@ -50,6 +50,7 @@ enum ValueJSON {
             guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) else {
                 throw .usage("\"\(text)\" is not valid JSON")
             }
+            if object is NSNull { throw .usage("JSON null has no value: use `delete` to remove a key") }
             return try fromJSON(object)
         default:
             throw .usage("unknown type \"\(type)\"; types: string, integer, double, bool, data, json")
@@ -80,7 +81,7 @@ enum ValueJSON {
             for (key, item) in members { values[key] = try fromJSON(item) }
             return .dictionary(values)
         default:
-            throw .usage("JSON null has no value: use `delete` to remove a key")
+            throw .usage("null cannot be stored inside an array or dictionary (property lists have no null)")
         }
     }
 

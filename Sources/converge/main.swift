@@ -15,6 +15,8 @@ let usage = """
     COMMANDS
       write KEY VALUE [--type T]   T: string (default), integer, double, bool, data (base64),
                                    json (arrays and dictionaries)
+      write KEY --stdin | --file PATH [--type T]
+                                   the value from standard input or a file (any size)
       read [KEY]                   JSON of one value, or of the whole store
       delete KEY
       sync                         exchange changes through the sync folder
@@ -72,10 +74,20 @@ func parseOptions(_ arguments: [String]) throws(ToolError) -> Options {
 }
 
 /// Opens the store: resolves the path, records or checks the replica ID, and the account.
-func openStore(_ options: Options) throws(ToolError) -> ReplicatedKeyValueStore {
+///
+/// - Parameter creating: Whether a store that does not exist yet is created (by a write or
+///   a sync); reading one that does not exist is an error, so a typo creates nothing.
+func openStore(_ options: Options, creating: Bool = true) throws(ToolError) -> ReplicatedKeyValueStore {
     guard var path = options.store else { throw .usage("--store PATH is required") }
     var isDirectory: ObjCBool = false
-    if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+    let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+    if !creating {
+        let file = exists && isDirectory.boolValue ? URL(fileURLWithPath: path).appendingPathComponent("converge.sqlite").path : path
+        guard exists && FileManager.default.fileExists(atPath: file) else {
+            throw .failed("no store at \(file) (a store is created by its first write or sync)")
+        }
+    }
+    if exists, isDirectory.boolValue {
         path = URL(fileURLWithPath: path).appendingPathComponent("converge.sqlite").path
     } else if path.hasSuffix("/") {
         do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) } catch {
@@ -132,13 +144,34 @@ func run(_ options: Options) throws(ToolError) {
             type = rest[at + 1]
             rest.removeSubrange(at...(at + 1))
         }
-        guard rest.count == 2 else { throw .usage("write needs KEY VALUE") }
-        let value = try ValueJSON.parse(rest[1], type: type)
+        var text: String
+        if let at = rest.firstIndex(where: { $0 == "--stdin" || $0 == "--file" }) {
+            // Values too large for an argument list (about 128 KB) come from a file or stdin.
+            let data: Data
+            if rest[at] == "--stdin" {
+                data = FileHandle.standardInput.readDataToEndOfFile()
+                rest.remove(at: at)
+            } else {
+                guard at + 1 < rest.count else { throw .usage("--file needs a PATH") }
+                guard let contents = FileManager.default.contents(atPath: rest[at + 1]) else { throw .failed("cannot read \(rest[at + 1])") }
+                data = contents
+                rest.removeSubrange(at...(at + 1))
+            }
+            guard let decoded = String(data: data, encoding: .utf8) else { throw .usage("the value is not valid UTF-8 text") }
+            text = decoded
+            // A value piped from `echo` ends with one newline that is not part of it.
+            if text.hasSuffix("\n") && type != "data" { text.removeLast() }
+            guard rest.count == 1 else { throw .usage("write KEY --stdin (or --file PATH) takes no VALUE") }
+        } else {
+            guard rest.count == 2 else { throw .usage("write needs KEY VALUE (or KEY --stdin, or KEY --file PATH)") }
+            text = rest[1]
+        }
+        let value = try ValueJSON.parse(text, type: type)
         let store = try openStore(options)
         do { try store.setValue(value, forKey: rest[0]) } catch { throw .failed("\(error)") }
     case "read":
         guard arguments.count <= 1 else { throw .usage("read takes at most one KEY") }
-        let store = try openStore(options)
+        let store = try openStore(options, creating: false)
         if let key = arguments.first {
             guard let value = store.value(forKey: key) else { throw .failed("no value for key \"\(key)\"") }
             try say(ValueJSON.text(ValueJSON.object(value)))
@@ -147,7 +180,8 @@ func run(_ options: Options) throws(ToolError) {
         }
     case "delete":
         guard arguments.count == 1 else { throw .usage("delete needs KEY") }
-        let store = try openStore(options)
+        let store = try openStore(options, creating: false)
+        guard store.value(forKey: arguments[0]) != nil else { throw .failed("no value for key \"\(arguments[0])\"") }
         do { try store.removeValue(forKey: arguments[0]) } catch { throw .failed("\(error)") }
     case "sync":
         guard arguments.isEmpty else { throw .usage("sync takes no arguments") }
@@ -160,7 +194,7 @@ func run(_ options: Options) throws(ToolError) {
         if let notWritten = report.notWritten { throw .failed("this replica's changes could not be written: \(notWritten)") }
     case "conflicts":
         guard arguments.count <= 1 else { throw .usage("conflicts takes at most one KEY") }
-        let store = try openStore(options)
+        let store = try openStore(options, creating: false)
         let keys = arguments.first.map { [$0] } ?? store.conflictedKeys
         var result: [String: Any] = [:]
         for key in keys {
@@ -184,6 +218,9 @@ func run(_ options: Options) throws(ToolError) {
             }
         }
         let store = try openStore(options)
+        if options.syncFolder == nil {
+            complain("converge: watching this store's own changes only (other processes' writes); give --sync-folder DIR to sync too\n")
+        }
         var previous = store.values
         var round = 0
         while count.map({ round < $0 }) ?? true {

@@ -53,6 +53,10 @@ struct ConvergeToolTests {
             (["--store", "s/", "read", "missing"], 1, "no value for key \"missing\""),
             (["--store", "s/", "write", String(repeating: "k", count: 65), "v"], 1, "quota"),
             (["--store", "s/", "--replica", "other", "read"], 2, "it cannot become other"),
+            (["--store", "typo/", "read"], 1, "no store at typo/"),
+            (["--store", "s/", "delete", "nosuchkey"], 1, "no value for key \"nosuchkey\""),
+            (["--store", "s/", "write", "k", "[1, null]", "--type", "json"], 2, "null cannot be stored inside an array"),
+            (["--store", "s/", "write", "k", "v", "--file", "/nonexistent"], 1, "cannot read /nonexistent"),
         ]
         try ConvergeTool.run(["--store", "s/", "--replica", "first", "write", "k", "v"], in: folder)
         for (arguments, status, message) in cases {
@@ -64,6 +68,14 @@ struct ConvergeToolTests {
         let junk = try ConvergeTool.run(["--store", "junk.sqlite", "read"], in: folder)
         #expect(junk.status == 1 && junk.errors.contains("junk.sqlite: not a Converge store"))
         #expect(try ConvergeTool.run(["--help"], in: folder).output.contains("USAGE"))
+        // A typo in a store path created nothing.
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("typo").path))
+        // A value larger than an argument list takes, from standard input.
+        let big = try ChildProcess.run(URL(fileURLWithPath: "/bin/sh"),
+                                       ["-c", "head -c 300000 /dev/zero | tr '\\0' a | \"$0\" --store s/ write big --stdin", ConvergeTool.binary.path],
+                                       in: folder)
+        #expect(big.status == 0, "\(big.errors)")
+        #expect(try ConvergeTool.run(["--store", "s/", "read", "big"], in: folder).output.count == 300_003)
     }
 
     /// Reproductions of the issue "Hostile and damaged input changes nothing and crashes
