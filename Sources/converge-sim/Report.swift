@@ -54,6 +54,11 @@ enum Report {
 
     static func number(_ value: Double?) -> String { value.map(decimal) ?? "-" }
 
+    /// `value` and the noun, singular for exactly one: "1 crash", "2 crashes".
+    static func count(_ value: Int, _ singular: String, _ plural: String? = nil) -> String {
+        "\(number(value)) \(value == 1 ? singular : plural ?? singular + "s")"
+    }
+
     /// One run, readably: the derived options, what happened, the verdict.
     static func text(_ result: SimulationResult, reproduce: String, fullOptions: Bool) -> String {
         let m = result.metrics
@@ -70,9 +75,9 @@ enum Report {
         }
         let ops = m.operations, net = m.network, conv = m.convergence, policy = m.policy
         let state = m.state, faults = m.faults, quota = m.quota
-        lines.append("  workload: \(number(ops.set)) sets, \(number(ops.remove)) removes, \(number(ops.read)) reads, \(number(ops.synchronize)) explicit syncs; \(number(ops.refusedByQuota)) refused by the quota")
-        lines.append("  network: \(number(net.messages)) messages, \(number(net.bytes)) bytes; \(number(net.lost)) lost, \(number(net.duplicated)) duplicated, \(number(net.droppedByFaults)) dropped by partitions and outages")
-        lines.append("  faults: \(number(faults.partitions)) partitions, \(number(faults.oneWayPartitions)) one-way, \(number(faults.offlinePeriods)) offline periods, \(number(faults.hubOutages)) hub outages, \(number(faults.hubCrashes)) hub crashes, \(number(faults.clockJumps)) clock jumps, \(number(faults.diskFullPeriods)) disk-full periods (\(number(faults.refusedOnFullDisk)) operations refused), \(number(faults.damagedCopies)) damaged copies (\(number(faults.damagedMessagesRefused)) messages refused, \(number(faults.damagedFilesSkipped)) file reads skipped), \(number(faults.crashes)) crashes (\(number(faults.writesLostInCrashes)) unflushed writes lost), \(number(faults.accountSwitches)) account switches, \(number(faults.fullStateReplies)) full-state replies")
+        lines.append("  workload: \(count(ops.set, "set")), \(count(ops.remove, "remove")), \(count(ops.read, "read")), \(count(ops.synchronize, "explicit sync")); \(number(ops.refusedByQuota)) refused by the quota")
+        lines.append("  network: \(count(net.messages, "message")), \(count(net.bytes, "byte")); \(number(net.lost)) lost, \(number(net.duplicated)) duplicated, \(number(net.droppedByFaults)) dropped by partitions and outages")
+        lines.append("  faults: \(count(faults.partitions, "partition")), \(number(faults.oneWayPartitions)) one-way, \(count(faults.offlinePeriods, "offline period")), \(count(faults.hubOutages, "hub outage")), \(count(faults.hubCrashes, "hub crash", "hub crashes")), \(count(faults.clockJumps, "clock jump")), \(count(faults.diskFullPeriods, "disk-full period")) (\(count(faults.refusedOnFullDisk, "operation")) refused), \(count(faults.damagedCopies, "damaged copy", "damaged copies")) (\(count(faults.damagedMessagesRefused, "message")) refused, \(count(faults.damagedFilesSkipped, "file read")) skipped), \(count(faults.crashes, "crash", "crashes")) (\(count(faults.writesLostInCrashes, "unflushed write")) lost), \(count(faults.accountSwitches, "account switch", "account switches")), \(count(faults.fullStateReplies, "full-state reply", "full-state replies"))")
         let converged = conv.livenessMs.map { "converged \(number($0)) ms after healing" } ?? "NOT converged"
         lines.append("  convergence: \(converged); a write reached every device in p50 \(number(conv.propagationMs.p50)) ms, p99 \(number(conv.propagationMs.p99)) ms")
         lines.append("  policy \(policy.name): \(number(policy.conflictsResolvedByWrites)) conflicts resolved by writes, \(number(policy.lostUpdates)) updates hidden by the policy then overwritten (\(number(policy.lostUpdatesLaterInTrueTime)) of them the later write in true time, the mark of clock skew under lww)")

@@ -189,7 +189,9 @@ func run(_ options: Options) throws(ToolError) {
         let store = try openStore(options)
         let report: SharedFolderSync.Report
         do { report = try SharedFolderSync(folder: folder).synchronize(store) } catch { throw .failed("\(error)") }
-        try say("synced through \(folder): \(report.written == nil ? "nothing new to write" : "wrote \(report.written!)"); read \(report.replicasRead.count) other replica(s); \(report.changedKeys.count) key(s) changed here")
+        let conflicted = store.conflictedKeys.count
+        try say("synced through \(folder): \(report.written == nil ? "nothing new to write" : "wrote \(report.written!)"); read \(report.replicasRead.count) other replica(s); \(report.changedKeys.count) key(s) changed here"
+                + (conflicted > 0 ? "; \(conflicted) key(s) hold concurrent values (see `conflicts`)" : ""))
         for skipped in report.skipped { complain("converge: skipped \(skipped)\n") }
         if let notWritten = report.notWritten { throw .failed("this replica's changes could not be written: \(notWritten)") }
     case "conflicts":

@@ -8,7 +8,7 @@ final class NotificationRecorder {
     struct Item: Hashable, Sendable {
         var reason: Int?
         var keys: [String]?
-        var conflicted: [String]? = nil
+        var conflicted: [String]? = []
     }
 
     /// Shared with the observer block, which may run on any thread.
