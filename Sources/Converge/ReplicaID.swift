@@ -2,9 +2,10 @@
 ///
 /// Replica IDs are totally ordered by their UTF-8 bytes, which gives every replica the
 /// same deterministic tie-break. They are restricted to ASCII letters, digits and
-/// `. _ : @ -`, between 1 and ``maximumLengthBytes`` bytes: that keeps them free of
-/// Unicode normalisation ambiguities (two spellings that Swift's `String` considers
-/// equal but that encode differently) and safe to use in file names. The writer ID of a
+/// `. _ : @ -`, between 1 and ``maximumLengthBytes`` bytes, not starting with ".": that
+/// keeps them free of Unicode normalisation ambiguities (two spellings that Swift's
+/// `String` considers equal but that encode differently) and safe to use as file names
+/// (never hidden, never `.` or `..`). The writer ID of a
 /// replica's later incarnation adds `~n` (``incarnation(_:)``).
 public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The longest replica ID accepted, in UTF-8 bytes.
@@ -61,7 +62,7 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
 
     private static func isValidBase(_ text: String) -> Bool {
         let bytes = text.utf8
-        guard !bytes.isEmpty, bytes.count <= maximumLengthBytes else { return false }
+        guard !bytes.isEmpty, bytes.count <= maximumLengthBytes, bytes.first != UInt8(ascii: ".") else { return false }
         return bytes.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),

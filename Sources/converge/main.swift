@@ -79,6 +79,11 @@ func parseOptions(_ arguments: [String]) throws(ToolError) -> Options {
 ///   a sync); reading one that does not exist is an error, so a typo creates nothing.
 func openStore(_ options: Options, creating: Bool = true) throws(ToolError) -> ReplicatedKeyValueStore {
     guard var path = options.store else { throw .usage("--store PATH is required") }
+    // Checked before anything is created: bad input changes nothing.
+    let requested = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    guard let requestedID = ReplicaID(requested), requestedID.isBase else {
+        throw .usage("invalid replica ID \"\(requested)\" (1-64 of A-Z a-z 0-9 . _ : @ -, not starting with \".\")")
+    }
     var isDirectory: ObjCBool = false
     let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
     if !creating {
@@ -97,10 +102,6 @@ func openStore(_ options: Options, creating: Bool = true) throws(ToolError) -> R
     }
     do {
         let storage = try SQLiteStorage(path: path)
-        let requested = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-        guard let requestedID = ReplicaID(requested), requestedID.isBase else {
-            throw ToolError.usage("invalid replica ID \"\(requested)\" (1-64 of A-Z a-z 0-9 . _ : @ -)")
-        }
         // Record the replica ID inside one write transaction, so that processes opening a
         // new store at once agree on one ID: the first records it, the others find it.
         var recorded: ReplicaID?

@@ -54,6 +54,8 @@ struct ConvergeToolTests {
             (["--store", "s/", "write", String(repeating: "k", count: 65), "v"], 1, "quota"),
             (["--store", "s/", "--replica", "other", "read"], 2, "it cannot become other"),
             (["--store", "typo/", "read"], 1, "no store at typo/"),
+            (["--store", "n/", "--account", "../../escaped", "write", "k", "v"], 2, "invalid account"),
+            (["--store", "n/", "--replica", ".laptop", "write", "k", "v"], 2, "invalid replica ID"),
             (["--store", "s/", "delete", "nosuchkey"], 1, "no value for key \"nosuchkey\""),
             (["--store", "s/", "write", "k", "[1, null]", "--type", "json"], 2, "null cannot be stored inside an array"),
             (["--store", "s/", "write", "k", "v", "--file", "/nonexistent"], 1, "cannot read /nonexistent"),
@@ -68,8 +70,9 @@ struct ConvergeToolTests {
         let junk = try ConvergeTool.run(["--store", "junk.sqlite", "read"], in: folder)
         #expect(junk.status == 1 && junk.errors.contains("junk.sqlite: not a Converge store"))
         #expect(try ConvergeTool.run(["--help"], in: folder).output.contains("USAGE"))
-        // A typo in a store path created nothing.
+        // A typo in a store path, or a bad name, created nothing.
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("typo").path))
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("n").path))
         // A value larger than an argument list takes, from standard input.
         let big = try ChildProcess.run(URL(fileURLWithPath: "/bin/sh"),
                                        ["-c", "head -c 300000 /dev/zero | tr '\\0' a | \"$0\" --store s/ write big --stdin", ConvergeTool.binary.path],

@@ -189,12 +189,11 @@ struct SharedFolderSyncTests {
         #expect(report.skipped.contains { $0.contains("mallory") && $0.contains("a file of account other") })
     }
 
-    @Test func namesThatWouldLeaveOrHideInTheFolderAreRefused() throws {
-        let sync = SharedFolderSync(files: InMemoryFolder())
-        for account: AccountID in ["..", "a/../../b", ".hidden"] {
-            #expect(throws: ConvergeError.self) { try sync.synchronize(store("alice", account: account)) }
-        }
-        #expect(throws: ConvergeError.self) { try sync.synchronize(store(".alice")) }
+    @Test func namesThatWouldLeaveOrHideInTheFolderAreRefusedWhereGiven() throws {
+        // Refused as IDs, so no store, message or file can carry them.
+        for account in ["..", "a/../../b", ".hidden", "tab\there", "nul\u{0}"] { #expect(AccountID(account) == nil, "\(account)") }
+        for replica in [".alice", ".", "..", "a/b"] { #expect(ReplicaID(replica) == nil, "\(replica)") }
+        #expect(AccountID("family: Smith & co") != nil && ReplicaID("laptop.home") != nil)
         let escaping = FileSystemFolder(path: "/tmp/converge-never-created")
         #expect(throws: ConvergeError.self) { try escaping.write([1], to: ["..", "escaped"]) }
     }

@@ -8,9 +8,14 @@ public struct AccountID: Hashable, Comparable, Sendable, CustomStringConvertible
     /// The account's name, as given.
     public let rawValue: String
 
-    /// Creates an account ID; `nil` if empty or longer than ``maximumLengthBytes``.
+    /// Creates an account ID; `nil` if empty, longer than ``maximumLengthBytes``, or not a
+    /// name a folder can have wherever accounts become folders (a shared folder, a hub's
+    /// files): starting with ".", or holding "/", a control character or NUL. Refused here,
+    /// where the name is first given, rather than at the first sync.
     public init?(_ rawValue: String) {
-        guard !rawValue.isEmpty, rawValue.utf8.count <= Self.maximumLengthBytes else { return nil }
+        let bytes = rawValue.utf8
+        guard !bytes.isEmpty, bytes.count <= Self.maximumLengthBytes, bytes.first != UInt8(ascii: "."),
+              !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "/") }) else { return nil }
         self.rawValue = rawValue
     }
 
