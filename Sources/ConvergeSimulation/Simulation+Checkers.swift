@@ -7,7 +7,7 @@ extension Simulation {
     func checkHubQuota(account: AccountID) {
         let usage = hub.state(of: account).usage
         if !quota.admits(usage) {
-            violations.append(Violation(.quota, "at \(now) ms the hub's state of \(account) is over the quota: \(usage)"))
+            report(Violation(.quota, "at \(now) ms the hub's state of \(account) is over the quota: \(usage)"), once: "hub-quota")
         }
     }
 
@@ -99,11 +99,11 @@ extension Simulation {
         // The join under test is the stores' own, as they join what they receive.
         func join(_ x: ReplicatedMap, _ y: ReplicatedMap) -> ReplicatedMap { devices[i].store._joined(x, y) }
         if join(a, b) != join(b, a) {
-            violations.append(Violation(.crdtLaws, "join of \(devices[i].id) and \(devices[j].id) is not commutative at \(now) ms"))
+            report(Violation(.crdtLaws, "join of \(devices[i].id) and \(devices[j].id) is not commutative at \(now) ms"), once: "commutativity")
             return
         }
         if join(a, a) != a {
-            violations.append(Violation(.crdtLaws, "join of \(devices[i].id) with itself changes it at \(now) ms"))
+            report(Violation(.crdtLaws, "join of \(devices[i].id) with itself changes it at \(now) ms"), once: "idempotence")
         }
     }
 }

@@ -108,6 +108,7 @@ extension Simulation {
     /// replica's final state, the metrics and the violations.
     func finish() -> SimulationResult {
         let converged = livenessMs != nil
+        for (index, repeats) in repeatedViolations { violations[index].message += " (and \(repeats) more time\(repeats == 1 ? "" : "s") after)" }
         for device in devices { digest.update(device.store.replicatedState.encoded()) }
         for account in hub.accountIDs { digest.update(hub.state(of: account).encoded()) }
         let report = metrics.report(simulation: self)

@@ -191,4 +191,16 @@ extension Simulation {
         }
         violations.append(violation)
     }
+
+    /// Records the first violation a checker that runs while the run goes on finds at
+    /// `site`, and counts the others (``repeatedViolations``): a broken join or quota
+    /// would otherwise be reported at every sample, burying the first occurrence.
+    func report(_ violation: Violation, once site: String) {
+        guard let index = reportedSites[site] else {
+            reportedSites[site] = violations.count
+            violations.append(violation)
+            return
+        }
+        repeatedViolations[index, default: 0] += 1
+    }
 }

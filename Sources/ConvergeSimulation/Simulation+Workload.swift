@@ -54,7 +54,7 @@ extension Simulation {
         let usageAfter = store.usage
         if options.topology != .hub && !quota.admits(usageBefore)
             && (usageAfter.keyCount > usageBefore.keyCount || usageAfter.valueBytes > usageBefore.valueBytes) {
-            violations.append(Violation(.quota, "\(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota"))
+            report(Violation(.quota, "\(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota"), once: "soft-quota")
         }
         let written = store.siblings(forKey: key).first(where: { $0.dot.replica == devices[d].id && !before.contains($0) })
         if let written {

@@ -66,6 +66,10 @@ public final class Simulation {
     var model = ReferenceModel()
     /// The model's kinds of violation already reported while the run went on.
     var reportedModelKinds: Set<Violation.Kind> = []
+    /// The sites ``report(_:once:)`` has reported (with the violation's index), and how
+    /// often each fired again (by that index).
+    var reportedSites: [String: Int] = [:]
+    var repeatedViolations: [Int: Int] = [:]
     var metrics = MetricsCollector()
     var violations: [Violation] = []
     var livenessMs: Int?
