@@ -11,6 +11,8 @@ struct RunArguments {
     var overrides: [(name: String, value: String)] = []
     var tracePath: String?
     var json = false
+    /// Print only the failing runs and the summary (`--quiet`).
+    var quiet = false
     var jobs = SimulationRunner.availableCores
     var variant: BrokenVariant?
     var checkDeterminism = true
@@ -56,6 +58,7 @@ struct RunArguments {
             arguments.tracePath = text
         },
         Flag(name: "--json", value: nil, help: "one JSON object per run per line") { arguments, _ in arguments.json = true },
+        Flag(name: "--quiet", value: nil, help: "print only the failing runs and the summary") { arguments, _ in arguments.quiet = true },
         Flag(name: "--jobs", value: "N", help: "threads for a sweep (default: the number of cores)") { arguments, text throws(UsageError) in
             guard let jobs = Int(text), jobs >= 1, jobs <= 1_024 else { throw UsageError("--jobs needs an integer in 1...1024, not \"\(text)\"") }
             arguments.jobs = jobs

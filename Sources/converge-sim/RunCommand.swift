@@ -40,14 +40,15 @@ enum RunCommand: Subcommand {
         let elapsed = ContinuousClock.now - started
         for (input, result) in results {
             let reproduce = arguments.reproduceCommand(seed: result.seed)
-            if arguments.json {
+            let shown = !(arguments.quiet && result.passed)
+            if shown && arguments.json {
                 printLine(Report.jsonLine(result, reproduce: reproduce))
-            } else {
+            } else if shown {
                 printLine(Report.text(result, reproduce: reproduce, fullOptions: arguments.singleSeed))
             }
             if let path = arguments.tracePath {
                 try writeText(Trace.text(input: input, result: result), to: path)
-                if !arguments.json { printLine("  trace written to \(path)") }
+                if shown && !arguments.json { printLine("  trace written to \(path)") }
             }
         }
         let failed = results.filter { !$0.1.passed }.map(\.1.seed)

@@ -18,6 +18,15 @@ enum ConvergeSim {
 
 @Suite("converge-sim end to end", .serialized)
 struct CommandLineTests {
+    @Test func quietPrintsOnlyFailuresAndTheSummary() throws {
+        let passing = try ConvergeSim.run(["run", "--seeds", "0..<6", "--devices", "3", "--operations", "100", "--quiet"])
+        #expect(passing.status == 0)
+        #expect(passing.output.split(separator: "\n").count == 1 && passing.output.hasPrefix("6 runs of scenario"), "\(passing.output)")
+        let failing = try ConvergeSim.run(["run", "--seeds", "0..<3", "--devices", "3", "--operations", "200", "--variant", "guessing-sender", "--quiet"])
+        #expect(failing.status == 1)
+        #expect(failing.output.contains("FAIL") && !failing.output.contains(": PASS"))
+    }
+
     @Test func theSameSeedInTwoProcessesGivesByteIdenticalJSONAndTraces() throws {
         let (traceA, traceB) = (ConvergeSim.temporaryFile("a.jsonl"), ConvergeSim.temporaryFile("b.jsonl"))
         let common = ["run", "--seed", "11", "--devices", "3", "--operations", "300", "--json"]
