@@ -298,6 +298,8 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// is accepted once this clock catches up. A hub tolerates one day by default
     /// (``HubSyncMachine/maximumClockOffsetMilliseconds``), less than a device, so what a
     /// hub accepted is not refused by a device whose clock is a little behind the hub's.
+    /// Tests that give stores clocks years apart (a ``ManualClock`` beside the system
+    /// clock) must raise it, or give every store the same kind of clock.
     public var maximumClockOffsetMilliseconds: UInt64 {
         get { state.withLock { $0.maximumClockOffsetMilliseconds } }
         set { state.withLock { $0.maximumClockOffsetMilliseconds = newValue } }
