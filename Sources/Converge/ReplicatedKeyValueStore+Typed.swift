@@ -38,13 +38,21 @@ extension ReplicatedKeyValueStore {
         state.withLock { $0.registeredDefaults.merge(defaults) { _, new in new } }
     }
 
-    /// Registers property-list defaults.
+    /// Registers property-list defaults, without `try`, as `UserDefaults.register(defaults:)`.
     ///
-    /// - Throws: ``ConvergeError/invalidValue(_:)`` if any is not a property-list object;
-    ///   nothing is registered then.
-    public func register(defaults: [String: Any]) throws(ConvergeError) {
+    /// If any is not a property-list object, nothing is registered, and each such key is
+    /// reported as a ``StoreEvent/writeRejected(key:error:)`` event (with a diagnostic on
+    /// standard error in debug builds, where `UserDefaults` would raise).
+    public func register(defaults: [String: Any]) {
         var converted: [String: Value] = [:]
-        for (key, object) in defaults { converted[key] = try Value(propertyList: object) }
+        var refused: [(key: String, error: ConvergeError)] = []
+        for key in defaults.keys.sortedByUTF8() {
+            do { converted[key] = try Value(propertyList: defaults[key]!) } catch { refused.append((key, error)) }
+        }
+        guard refused.isEmpty else {
+            for (key, error) in refused { reportRejected(key: key, error) }
+            return
+        }
         register(defaults: converted)
     }
 

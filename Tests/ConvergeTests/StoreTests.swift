@@ -201,7 +201,7 @@ struct StoreTests {
 
     @Test func registeredDefaultsAreReadButNeverStoredOrSynced() throws {
         let store = makeStore()
-        try store.register(defaults: ["volume": 0.8, "name": "guest"] as [String: Any])
+        store.register(defaults: ["volume": 0.8, "name": "guest"] as [String: Any])
         #expect(store.double(forKey: "volume") == 0.8)
         #expect(store.dictionaryRepresentation.isEmpty)
         #expect(store.replicatedState.context.isEmpty)
@@ -209,7 +209,13 @@ struct StoreTests {
         #expect(store.double(forKey: "volume") == 0.3)
         store.removeObject(forKey: "volume")
         #expect(store.double(forKey: "volume") == 0.8)  // falls through again
-        #expect(throws: ConvergeError.self) { try store.register(defaults: ["bad": NSObject()]) }
+        let log = EventLog()
+        let token = store.observe(log.append)
+        store.register(defaults: ["bad": NSObject(), "fine": 1] as [String: Any])
+        token.cancel()
+        #expect(store.registeredDefaults["fine"] == nil)
+        #expect(log.all.count == 1)
+        if case .writeRejected(key: "bad", .invalidValue)? = log.all.first {} else { Issue.record("\(log.all)") }
     }
 
     @Test func codableValuesRoundTripThroughTheStore() throws {
