@@ -17,22 +17,24 @@ package enum CRC32C {
         return crc ^ 0xFFFF_FFFF
     }
 
-    /// `bytes` followed by their checksum, little-endian.
-    package static func sealed(_ bytes: [UInt8]) -> [UInt8] {
-        let crc = checksum(bytes)
+    /// `bytes` followed by their checksum, little-endian. The checksum also covers
+    /// `context`, which is not written (a stored record's name, kept beside it).
+    package static func sealed(_ bytes: [UInt8], context: [UInt8] = []) -> [UInt8] {
+        let crc = checksum(context + bytes)
         return bytes + (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
     }
 
-    /// The bytes before the checksum that ends `sealed`, if it matches.
+    /// The bytes before the checksum that ends `sealed`, if it matches (with `context`, as
+    /// ``sealed(_:context:)`` wrote it).
     ///
     /// - Parameter what: What the bytes are, for the error ("message", "the entry \"k\"").
     /// - Throws: ``ConvergeError/malformed(_:)`` with ``MalformedInput/Problem/damaged`` if
     ///   the bytes are too short to hold a checksum or do not match it.
-    package static func unsealed(_ sealed: [UInt8], what: String) throws(ConvergeError) -> [UInt8] {
+    package static func unsealed(_ sealed: [UInt8], context: [UInt8] = [], what: String) throws(ConvergeError) -> [UInt8] {
         guard sealed.count >= 4 else { throw .malformed(.damaged, "\(what) is too short to hold its checksum (\(sealed.count) bytes)") }
         let body = sealed.prefix(sealed.count - 4)
         let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(sealed[sealed.count - 4 + $1]) << (8 * UInt32($1)) }
-        let computed = checksum(body)
+        let computed = checksum(context + body)
         guard stored == computed else {
             throw .malformed(.damaged, "\(what) is damaged: its CRC-32C is \(hex(computed)), not the \(hex(stored)) it was written with",
                              at: sealed.count - 4)

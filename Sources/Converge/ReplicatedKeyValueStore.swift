@@ -183,7 +183,7 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// The spelling a key is written with: Unicode normal form C. "é" composed and
     /// decomposed are one key to Swift (and so to reads), but different bytes to a storage,
     /// a hub's quota and other replicas' encodings; written keys are always composed.
-    static func canonicalSpelling(of key: String) -> String {
+    package static func canonicalSpelling(of key: String) -> String {
         key.utf8.allSatisfy { $0 < 0x80 } ? key : key.precomposedStringWithCanonicalMapping
     }
 

@@ -10,22 +10,17 @@ import Converge
 enum SQLiteRecord {
     /// `value` followed by the checksum of `name` and `value`, as stored.
     static func sealed(_ value: [UInt8], name: String) -> [UInt8] {
-        let crc = checksum(value, name: name)
-        return value + (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
+        CRC32C.sealed(value, context: context(of: name))
     }
 
     /// The value of a stored record, or `nil` if the record is damaged (too short, or its
     /// checksum does not match its name and value).
     static func unsealed(_ stored: [UInt8], name: String) -> [UInt8]? {
-        guard stored.count >= 4 else { return nil }
-        let value = Array(stored.prefix(stored.count - 4))
-        let recorded = (0..<4).reduce(UInt32(0)) { $0 | UInt32(stored[stored.count - 4 + $1]) << (8 * UInt32($1)) }
-        return recorded == checksum(value, name: name) ? value : nil
+        try? CRC32C.unsealed(stored, context: context(of: name), what: name)
     }
 
-    private static func checksum(_ value: [UInt8], name: String) -> UInt32 {
-        CRC32C.checksum(Array(name.utf8) + [0] + value)
-    }
+    /// What the checksum covers besides the value: the name, then a NUL.
+    private static func context(of name: String) -> [UInt8] { Array(name.utf8) + [0] }
 
     /// Seals every record of a file written before schema 3, inside the caller's migration
     /// transaction.

@@ -371,7 +371,7 @@ public final class SQLiteStorage: Storage {
             let siblings = change.entries[key]!
             // One row per key whatever its Unicode spelling (SQLite compares bytes; Swift,
             // and so the store, compares text): rows are keyed by normal form C.
-            let row = key.utf8.allSatisfy { $0 < 0x80 } ? key : key.precomposedStringWithCanonicalMapping
+            let row = ReplicatedKeyValueStore.canonicalSpelling(of: key)
             if siblings.isEmpty {
                 try delete.run([.text(row)])
             } else {

@@ -189,13 +189,13 @@ public struct SharedFolderSync: Sendable {
         // A key costs about what its entry adds to an empty message (varint widths aside:
         // a margin covers them).
         let budget = maximumFileBytes - empty - 16
+        let emptyDelta = ReplicatedMap.Delta(entries: [:], context: context).encoded().count
         var parts: [[String: [Sibling]]] = []
         var current: [String: [Sibling]] = [:]
         var used = 0
         for key in gossip.delta.entries.keys.sortedByUTF8() {
             let siblings = gossip.delta.entries[key]!
-            let cost = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded().count
-                - ReplicatedMap.Delta(entries: [:], context: context).encoded().count
+            let cost = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded().count - emptyDelta
             guard cost <= budget else {
                 throw .malformed(.limitExceeded, "the entry of \"\(key)\" alone takes \(cost) bytes, more than a file of \(maximumFileBytes) bytes holds")
             }

@@ -193,7 +193,8 @@ struct SharedFolderSyncTests {
         // Refused as IDs, so no store, message or file can carry them.
         for account in ["..", "a/../../b", ".hidden", "tab\there", "nul\u{0}"] { #expect(AccountID(account) == nil, "\(account)") }
         for replica in [".alice", ".", "..", "a/b"] { #expect(ReplicaID(replica) == nil, "\(replica)") }
-        #expect(AccountID("family: Smith & co") != nil && ReplicaID("laptop.home") != nil)
+        let (account, replica) = ("family: Smith & co", "laptop.home")
+        #expect(AccountID(account) != nil && ReplicaID(replica) != nil)
         let escaping = FileSystemFolder(path: "/tmp/converge-never-created")
         #expect(throws: ConvergeError.self) { try escaping.write([1], to: ["..", "escaped"]) }
     }

@@ -7,11 +7,13 @@
 /// milliseconds, logical); the members in replica order, each with its acknowledged
 /// context, when it was last seen, and the context and frontier of the last reply it got;
 /// the retired devices in order, each with the context of the last reply it got (format 2;
-/// format 1, still read, kept no context: the hub's own context stands in for it); the returning devices awaiting a full state, with the
-/// context last sent to each; the stability tracker's candidates (frontier, witnessed) in
-/// order and its safe frontier; the counts of collected tombstones and compensating
-/// writes; and (format 2) a CRC-32C of everything before it, so damage is refused. The cache of the last collection is not kept: it only saves work, and observing
-/// the same acknowledgements again gives the same frontier.
+/// format 1, still read, kept no context: the hub's own context stands in for it); the
+/// returning devices awaiting a full state, with the context last sent to each; the
+/// stability tracker's candidates (frontier, witnessed) in order and its safe frontier; the
+/// counts of collected tombstones and compensating writes; and (format 2) a CRC-32C of
+/// everything before it, so damage is refused. The cache of the last collection is not
+/// kept: it only saves work, and observing the same acknowledgements again gives the same
+/// frontier.
 extension HubSyncMachine {
     /// The first byte of an encoded account state.
     package static let accountStateMagic: UInt8 = 0xC8
