@@ -43,6 +43,9 @@ public struct MalformedInput: Hashable, Sendable, CustomStringConvertible {
         /// A valid message that its receiver does not accept (a reply sent to a hub, a
         /// file of another account or replica).
         public static let unexpectedMessage = Problem(rawValue: "unexpectedMessage")
+        /// Well-formed parts that contradict each other (a hub state whose clock is behind a
+        /// write it holds).
+        public static let inconsistent = Problem(rawValue: "inconsistent")
         /// Bytes whose checksum does not match: damaged on a disk or on the way.
         public static let damaged = Problem(rawValue: "damaged")
         /// A write whose timestamp lies further ahead of the receiver's clock than the largest

@@ -133,6 +133,22 @@ struct HubSyncMachinePersistenceTests {
         #expect(machine.encodedState(of: "nobody") == nil)
     }
 
+    /// Found by the hub-state fuzz target: a well-formed state whose clock is behind a
+    /// write it holds broke the hub's invariants once restored.
+    @Test func aStateThatContradictsItselfIsRefused() throws {
+        var machine = HubSyncMachine()
+        var map = ReplicatedMap()
+        map.write(.string("x"), forKey: "k", replica: "phone", timestamp: HybridTimestamp(wallMilliseconds: 1_700_000_000_000, logical: 0))
+        _ = try machine.receive(SyncPush(account: .default, device: "phone", delta: map.asDelta), nowMilliseconds: 1_700_000_000_000)
+        machine.accounts[.default]!.clock = HybridLogicalClock()
+        let bytes = try #require(machine.encodedState(of: .default))
+        var target = HubSyncMachine()
+        var problem: MalformedInput.Problem?
+        do { try target.restoreState(bytes, of: .default) } catch { if case .malformed(let input) = error { problem = input.problem } }
+        #expect(problem == .inconsistent)
+        #expect(target.accountIDs.isEmpty)
+    }
+
     @Test func damagedOrForeignBytesAreRefusedAndChangeNothing() throws {
         var machine = HubSyncMachine()
         var compensations: [HubCompensation] = []

@@ -65,7 +65,9 @@ extension HubSyncMachine {
     /// Replaces `account`'s state with one decoded from ``encodedState(of:)``'s bytes.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` (or ``ConvergeError/invalidValue(_:)``) if
-    ///   the bytes are not a canonical encoding of this version; the machine is unchanged.
+    ///   the bytes are not a canonical encoding of this version, or encode a state that
+    ///   breaks the hub's invariants (``MalformedInput/Problem/inconsistent``); the machine
+    ///   is unchanged.
     /// - Complexity: O(*b*) for *b* bytes.
     package mutating func restoreState(_ bytes: [UInt8], of account: AccountID,
                                        limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
@@ -124,6 +126,13 @@ extension HubSyncMachine {
         state.tombstonesCollected = Int(collected)
         state.compensations = Int(compensations)
         try reader.expectEnd()
+        // Well-formed pieces can still contradict each other (a clock behind a write the
+        // state holds, a member that is also retired): refused, never repaired.
+        var restored = self
+        restored.accounts[account] = state
+        if let violation = restored._invariantViolation(of: account) {
+            throw .malformed(.inconsistent, "the state of account \(account) contradicts itself: \(violation)")
+        }
         accounts[account] = state
     }
 
