@@ -31,7 +31,29 @@ enum FuzzSeeds {
         let files = [try SyncMessage.gossip(snapshot).encoded(), try SyncMessage.gossip(delta).encoded()]
         let state = phone.replicatedState
         let deltas = [state.asDelta.encoded(), state.delta(for: snapshot.delta.context).encoded()]
-        let hubStates = [try required(hub.encodedState(of: .default))]
+        // Pages: a returning device's full state and a large push, each cut to 300 bytes.
+        var paging = HubSyncMachine(retirementIntervalMilliseconds: 10)
+        paging.maximumReplyBytes = 300
+        var pushes = [SyncPush(account: .default, device: "phone", delta: state.asDelta)]
+        for key in ["k1", "k2", "k3", "k4", "k5", "k6"] { try laptop.setValue(.string(String(repeating: key, count: 20)), forKey: key) }
+        let large = laptop.replicatedState
+        let page = large.delta(for: VersionVector(), maximumBytes: 300)
+        pushes.append(SyncPush(account: .default, device: "laptop", delta: page.delta, moreToCome: !page.complete, partialKeys: page.partialKeys))
+        messages.append(try SyncMessage.reply(SyncReply(account: .default, kind: .delta, delta: page.delta, stableFrontier: VersionVector(),
+                                                        rejectedKeys: [], moreToCome: true, partialKeys: page.delta.entries.keys.sortedByUTF8().suffix(1))).encoded())
+        pushes.append(SyncPush(account: .default, device: "laptop", delta: large.asDelta))
+        for (offset, push) in pushes.enumerated() {
+            _ = try paging.receive(push, nowMilliseconds: FuzzTarget.now + UInt64(offset) * 100)
+        }
+        let returned = try paging.receive(SyncPush(account: .default, device: "phone", delta: state.asDelta), nowMilliseconds: FuzzTarget.now + 400)
+        let fullPage = large.fullStatePage(after: "county", within: large.context, maximumBytes: 120)
+        let pageReply = SyncReply(account: .default, kind: .fullState, delta: fullPage.delta, stableFrontier: VersionVector(),
+                                  rejectedKeys: [], keys: fullPage.keys)
+        messages.append(try SyncMessage.reply(pageReply).encoded())
+        messages += [try SyncMessage.push(pushes[1]).encoded(), try SyncMessage.reply(returned).encoded(),
+                     try SyncMessage.push(SyncPush(account: .default, device: "phone", delta: state.asDelta, acknowledgesFullState: true,
+                                                   acknowledgedThrough: returned.keys.through)).encoded()]
+        let hubStates = [try required(hub.encodedState(of: .default)), try required(paging.encodedState(of: .default))]
         let scenarioFiles = ["Simulations/quota-pressure.json", "Simulations/hub-crash.json", "Simulations/shared-folder.json"]
         let scenarios = scenarioFiles.compactMap { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } }
         let scenario = try Scenario(json: #"{"name": "seed", "devices": 2, "operations": 30}"#, fileName: "seed.json")

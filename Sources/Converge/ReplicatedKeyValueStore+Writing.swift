@@ -158,7 +158,7 @@ extension ReplicatedKeyValueStore.State {
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed; nothing
     ///   changes then.
-    mutating func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason,
+    mutating func merge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], reason: ChangeReason,
                         recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
         // A delta built in this process (not decoded, which checks it) could hold siblings its
         // context does not cover; joined, they would break the state and travel on to every
@@ -166,16 +166,16 @@ extension ReplicatedKeyValueStore.State {
         try ReplicatedMap.validate(entries: delta.entries, context: delta.context)
         var next = map
         let changed = next.apply(brokenJoin ? ReplicatedMap.Delta(entries: delta.entries.filter { map.entries[$0.key] == nil },
-                                                                  context: delta.context) : delta)
+                                                                  context: delta.context) : delta, partialKeys: partialKeys)
         return commit(next, changedKeys: changed, observing: delta.entries, reason: reason, recording: &change)
     }
 
-    /// Joins a whole state (dropping what it has seen and no longer has), recording the
-    /// change after `change`.
-    mutating func join(_ other: ReplicatedMap, reason: ChangeReason,
+    /// Joins a whole state, or the page of one that answers for `keys` (dropping what it
+    /// has seen and no longer has), recording the change after `change`.
+    mutating func join(_ other: ReplicatedMap, keys: KeySpan = .all, reason: ChangeReason,
                        recording change: inout StorageChange?) -> ReplicatedKeyValueStore.MergeOutcome {
         var next = map
-        let changed = next.join(brokenJoin ? Self.leftBiased(other, over: map) : other)
+        let changed = next.join(brokenJoin ? Self.leftBiased(other, over: map) : other, keys: keys)
         return commit(next, changedKeys: changed, observing: other.entries, reason: reason, recording: &change)
     }
 

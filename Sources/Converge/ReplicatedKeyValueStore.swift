@@ -51,6 +51,8 @@ public final class ReplicatedKeyValueStore: Sendable {
         var writerID: ReplicaID
         /// See ``ReplicatedKeyValueStore/maximumClockOffsetMilliseconds``.
         var maximumClockOffsetMilliseconds: UInt64 = 2 * 24 * 3_600 * 1_000
+        /// See ``ReplicatedKeyValueStore/maximumHubRequestBytes``.
+        var maximumHubRequestBytes = DeviceSyncMachine.defaultMaximumPushBytes
         /// Deliberately broken behaviours for the simulator's checkers (see ``_removesAreNoOps``).
         var brokenRemoves = false
         var brokenAccountSwitch = false
@@ -303,6 +305,17 @@ public final class ReplicatedKeyValueStore: Sendable {
     public var maximumClockOffsetMilliseconds: UInt64 {
         get { state.withLock { $0.maximumClockOffsetMilliseconds } }
         set { state.withLock { $0.maximumClockOffsetMilliseconds = newValue } }
+    }
+
+    /// The largest request this store sends a hub (just under
+    /// ``SyncMessage/maximumEncodedBytes`` by default): changes larger than that travel in
+    /// several requests, one per exchange, each a valid change on its own (see
+    /// ``ReplicatedMap/delta(for:maximumBytes:)``). Lower it to fit a transport that takes
+    /// less, such as a reverse proxy's body limit. A single key's entry larger than it
+    /// still travels alone, in a larger request.
+    public var maximumHubRequestBytes: Int {
+        get { state.withLock { $0.maximumHubRequestBytes } }
+        set { state.withLock { $0.maximumHubRequestBytes = max(64, min(newValue, DeviceSyncMachine.defaultMaximumPushBytes)) } }
     }
 
     /// Refuses a delta from a peer or hub that holds counters or timestamps out of range,

@@ -157,16 +157,20 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///
     /// Commutative, associative and idempotent.
     ///
-    /// - Parameter other: The state of another replica.
+    /// - Parameters:
+    ///   - other: The state of another replica, or a page of it (see
+    ///     ``fullStatePage(after:within:maximumBytes:)``).
+    ///   - span: The keys `other` answers for: only these are touched (its entries must lie
+    ///     in it). Every key by default.
     /// - Returns: The keys whose sibling sets changed, in UTF-8 byte order.
     /// - Complexity: O(*k* · *s*), where *k* is the number of keys of both states and *s*
     ///   the number of siblings per key.
     @discardableResult
-    public mutating func join(_ other: ReplicatedMap) -> [String] {
+    public mutating func join(_ other: ReplicatedMap, keys span: KeySpan = .all) -> [String] {
         var changed: [String] = []
         // Where the other side has no sibling, ours survive unless it has seen them.
         var pruned: [(key: String, old: [Sibling], kept: [Sibling])] = []
-        for (key, ours) in entries where other.entries[key] == nil {
+        for (key, ours) in entries where other.entries[key] == nil && (span == .all || span.contains(key)) {
             let kept = ours.filter { !other.context.contains($0.dot) }
             if kept.count != ours.count { pruned.append((key, ours, kept)) }
         }
@@ -174,7 +178,7 @@ public struct ReplicatedMap: Hashable, Sendable {
             replaceSiblings(forKey: key, old: old, new: kept)
             changed.append(key)
         }
-        for (key, theirs) in other.entries {
+        for (key, theirs) in other.entries where span == .all || span.contains(key) {
             if mergeSiblings(forKey: key, theirs: theirs, theirContext: other.context) { changed.append(key) }
         }
         context.formUnion(other.context)
@@ -205,11 +209,15 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///
     /// - Returns: The keys whose sibling sets changed, in UTF-8 byte order.
     /// - Complexity: O(*k* · *s*) in the keys and siblings of the delta.
+    /// - Parameter partialKeys: Keys of a page whose entries leave out siblings beyond the
+    ///   page's context (see ``delta(for:maximumBytes:)``): joined without dropping any
+    ///   sibling of this state, which the left-out ones may or may not supersede.
     @discardableResult
-    public mutating func apply(_ delta: Delta) -> [String] {
+    public mutating func apply(_ delta: Delta, partialKeys: Set<String> = []) -> [String] {
         var changed: [String] = []
         for (key, theirs) in delta.entries {
-            if mergeSiblings(forKey: key, theirs: theirs, theirContext: delta.context) { changed.append(key) }
+            let context = partialKeys.contains(key) ? VersionVector() : delta.context
+            if mergeSiblings(forKey: key, theirs: theirs, theirContext: context) { changed.append(key) }
         }
         context.formUnion(delta.context)
         _checkInvariants()

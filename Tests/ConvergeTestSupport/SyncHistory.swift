@@ -165,8 +165,18 @@ public struct SyncRun {
     private let readsPastGaps: Bool
     public static let accounts: [AccountID] = ["A", "B"]
 
+    /// Hub replies cut into pages (their context below the hub's, or a full state for a
+    /// span of keys): shows that a run with small messages exercised paging.
+    public private(set) var pagedReplies = 0
+    /// How many rounds of exchanges `heal()` runs: more when messages travel in pages.
+    private let healRounds: Int
+
+    /// - Parameter maximumMessageBytes: The largest request a device sends (and, if the
+    ///   caller set the hub's ``HubSyncMachine/maximumReplyBytes`` too, what travels in
+    ///   pages); `nil` for the default.
     public init(_ history: SyncHistory, hub: HubSyncMachine, topology: Topology = .hub, guessesHubContext: Bool = false,
-                leaksAcrossAccounts: Bool = false, readsPastGaps: Bool = false) {
+                leaksAcrossAccounts: Bool = false, readsPastGaps: Bool = false, maximumMessageBytes: Int? = nil) {
+        healRounds = maximumMessageBytes == nil ? 4 : 40
         self.leaksAcrossAccounts = leaksAcrossAccounts
         self.readsPastGaps = readsPastGaps
         self.topology = topology
@@ -177,6 +187,7 @@ public struct SyncRun {
             let store = try! ReplicatedKeyValueStore(replicaID: id, storage: InMemoryStorage(), quota: SyncHistory.quota,
                                                      clock: clock)
             try! store.switchAccount(to: "A")
+            if let maximumMessageBytes { store.maximumHubRequestBytes = maximumMessageBytes }
             return Device(id: id, store: store, clock: clock, skewMilliseconds: UInt64(index % 3) * 7, accounts: ["A"])
         }
         self.hub = hub
@@ -246,7 +257,10 @@ public struct SyncRun {
                 return violations.append("step \(step): the hub refused a request")
             }
             self.compensations += compensations.count
-            if case .reply(let reply) = answer, reply.kind == .fullState { fullStateReplies += 1 }
+            if case .reply(let reply) = answer {
+                if reply.kind == .fullState { fullStateReplies += 1 }
+                if reply.keys != .all || reply.delta.context != hub.state(of: reply.account).context { pagedReplies += 1 }
+            }
             if case .upToDate = answer { upToDateAnswers += 1 }
             for compensation in compensations {
                 for index in writes.indices where writes[index].account == compensation.account
@@ -376,12 +390,11 @@ public struct SyncRun {
             let home = devices[d].store.account
             for account in devices[d].accounts.sorted() where account != home {
                 switchAccount(d, to: account)
-                exchange(d)
-                exchange(d)
+                for _ in 0..<max(2, healRounds / 2) { exchange(d) }
             }
             switchAccount(d, to: home)
         }
-        for _ in 0..<4 {
+        for _ in 0..<healRounds {
             for d in devices.indices { exchange(d) }
         }
         checkInvariants()

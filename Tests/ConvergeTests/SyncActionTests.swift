@@ -32,7 +32,7 @@ struct SyncActionTests {
         var machine = DeviceSyncMachine(device: "phone")
         let hubState = state([("a", 1)])
         let reply = SyncReply(account: .default, kind: .fullState, delta: hubState.asDelta, stableFrontier: VersionVector(), rejectedKeys: [])
-        #expect(machine.receive(.reply(reply)) == [.joinFullState(hubState.asDelta)])
+        #expect(machine.receive(.reply(reply)) == [.joinFullState(hubState.asDelta, keys: .all)])
     }
 
     @Test func answersOfAnotherAccountAndMessagesForTheHubAreIgnored() {

@@ -16,12 +16,12 @@ enum SyncProperties {
     static func converges(
         name: String = "hubConverges", cases: Int = defaultCases, hub: @escaping () -> HubSyncMachine = { makeHub() },
         topology: SyncRun.Topology = .hub, guessesHubContext: Bool = false, leaksAcrossAccounts: Bool = false,
-        readsPastGaps: Bool = false
+        readsPastGaps: Bool = false, maximumMessageBytes: Int? = nil
     ) -> PropertyFailure? {
         checkProperty(name, cases: cases,
                       generate: { SyncHistory.generate(using: &$0, devices: topology == .folder ? 2...4 : 2...8) }, shrink: { $0.shrunk() }) { history in
             var run = SyncRun(history, hub: hub(), topology: topology, guessesHubContext: guessesHubContext,
-                              leaksAcrossAccounts: leaksAcrossAccounts, readsPastGaps: readsPastGaps)
+                              leaksAcrossAccounts: leaksAcrossAccounts, readsPastGaps: readsPastGaps, maximumMessageBytes: maximumMessageBytes)
             run.heal()
             return run.convergenceFailure(policies: everyPolicy)
         }
@@ -70,6 +70,41 @@ struct SyncPropertyTests {
             hub._forgetsCompensatingWrites = true
             return hub
         }), by: .convergence)
+    }
+}
+
+/// The same histories with messages so small that most changes and every returning
+/// device's full state travel in pages.
+extension SyncPropertyTests {
+    static func pagingHub() -> HubSyncMachine {
+        var hub = SyncProperties.makeHub()
+        hub.maximumReplyBytes = 160
+        return hub
+    }
+
+    @Test func hubConvergesWhenEverythingTravelsInPages() {
+        expectHolds(SyncProperties.converges(name: "hubConvergesInPages", hub: Self.pagingHub, maximumMessageBytes: 100))
+    }
+
+    @Test func pagedHistoriesPageRepliesAndFullStates() {
+        var generator = Xoshiro256StarStar(seed: 8)
+        var (paged, pagedFullStates) = (0, 0)
+        for _ in 0..<200 {
+            var run = SyncRun(SyncHistory.generate(using: &generator), hub: Self.pagingHub(), maximumMessageBytes: 100)
+            run.heal()
+            if run.pagedReplies > 0 { paged += 1 }
+            if run.pagedReplies > 0 && run.fullStateReplies > 0 { pagedFullStates += 1 }
+        }
+        print("of 200 paged histories, \(paged) had paged replies, \(pagedFullStates) also full-state replies")
+        #expect(paged > 100 && pagedFullStates > 5)
+    }
+
+    @Test func convergenceCatchesAHubWhosePagesClaimItsWholeContext() {
+        expectCaught(SyncProperties.converges(name: "hubConvergesInPages", cases: 300, hub: {
+            var hub = Self.pagingHub()
+            hub._pagesClaimWholeContext = true
+            return hub
+        }, maximumMessageBytes: 100), by: .convergence)
     }
 }
 

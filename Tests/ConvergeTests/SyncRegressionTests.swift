@@ -22,7 +22,8 @@ struct SyncRegressionTests {
             for action in machine.receive(answer) {
                 switch action {
                 case .applyDelta(let delta): map.apply(delta)
-                case .joinFullState(let delta): map = try! ReplicatedMap(entries: delta.entries, context: delta.context)
+                case .applyPage(let delta, let partialKeys): map.apply(delta, partialKeys: Set(partialKeys))
+                case .joinFullState(let delta, let keys): map.join(try! ReplicatedMap(entries: delta.entries, context: delta.context), keys: keys)
                 case .collectTombstones(let frontier): map.collectTombstones(stableFrontier: frontier)
                 case .reportRejectedKeys, .answer, .ignore: break
                 }

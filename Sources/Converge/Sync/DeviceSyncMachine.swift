@@ -29,13 +29,27 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// Whether the device joined a full state the hub has not yet been told of: the next
     /// request says so (``SyncPush/acknowledgesFullState``).
     public private(set) var owesFullStateAcknowledgement = false
+    /// The last key of the full-state page the device joined, if it was one page of
+    /// several and not the last (``SyncPush/acknowledgedThrough``).
+    public private(set) var joinedPageThrough: String?
+    /// Whether the last reply was one page of a larger delta: the next request is a push,
+    /// whose context tells the hub where to go on (a poll could name only a context the
+    /// device may not hold, if it lost a reply).
+    public private(set) var expectsMorePages = false
 
-    /// The push for the device's current state.
+    /// The largest push a device sends by default: the largest message, less room for the
+    /// message's own fields.
+    public static let defaultMaximumPushBytes = SyncMessage.maximumEncodedBytes - 4_096
+
+    /// The push for the device's current state: the changes the hub lacks, or the first
+    /// page of them when they do not fit in `maximumBytes` (see
+    /// ``ReplicatedMap/delta(for:maximumBytes:)``): the next push carries the next page.
     ///
-    /// - Complexity: O(*n*) in the siblings of `state`.
-    public func push(from state: ReplicatedMap) -> SyncPush {
-        SyncPush(account: account, device: device, delta: state.delta(for: hubContext),
-                 acknowledgesFullState: owesFullStateAcknowledgement)
+    /// - Complexity: O(*n*) in the siblings of `state` (O(*n* log *n*) for a page).
+    public func push(from state: ReplicatedMap, maximumBytes: Int = defaultMaximumPushBytes) -> SyncPush {
+        let page = state.delta(for: hubContext, maximumBytes: maximumBytes)
+        return SyncPush(account: account, device: device, delta: page.delta, acknowledgesFullState: owesFullStateAcknowledgement,
+                        acknowledgedThrough: joinedPageThrough, moreToCome: !page.complete, partialKeys: page.partialKeys)
     }
 
     /// What to send the hub for `state`: a poll when the device holds exactly the context
@@ -49,12 +63,15 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     ///
     /// - Complexity: O(*n*) in the siblings of `state` for a push, O(*r*) in the replicas
     ///   of the context for a poll.
-    public mutating func request(from state: ReplicatedMap) -> SyncMessage {
+    public mutating func request(from state: ReplicatedMap, maximumPushBytes: Int = defaultMaximumPushBytes) -> SyncMessage {
         if owesFullStateAcknowledgement {
-            defer { owesFullStateAcknowledgement = false }
-            return .push(push(from: state))
+            defer {
+                owesFullStateAcknowledgement = false
+                joinedPageThrough = nil
+            }
+            return .push(push(from: state, maximumBytes: maximumPushBytes))
         }
-        if !hubContext.isEmpty && state.context == hubContext {
+        if !hubContext.isEmpty && state.context == hubContext && !expectsMorePages {
             return .poll(SyncPoll(account: account, device: device,
                                   digest: SyncPoll.digest(context: hubContext, stableFrontier: stableFrontier)))
         }
@@ -76,7 +93,11 @@ public struct DeviceSyncMachine: Hashable, Sendable {
             guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
             hubContext.formUnion(reply.delta.context)
             stableFrontier.formUnion(reply.stableFrontier)
-            if reply.kind == .fullState { owesFullStateAcknowledgement = true }
+            expectsMorePages = reply.moreToCome
+            if reply.kind == .fullState {
+                owesFullStateAcknowledgement = true
+                joinedPageThrough = reply.keys.through
+            }
             return Self.actions(for: reply)
         case .upToDate(let answered):
             return answered == account ? [] : [.ignore(.otherAccount(answered))]
@@ -87,7 +108,14 @@ public struct DeviceSyncMachine: Hashable, Sendable {
 
     /// What applying `reply` takes, in order.
     static func actions(for reply: SyncReply) -> [SyncAction] {
-        var actions: [SyncAction] = [reply.kind == .fullState ? .joinFullState(reply.delta) : .applyDelta(reply.delta)]
+        var actions: [SyncAction]
+        if reply.kind == .fullState {
+            actions = [.joinFullState(reply.delta, keys: reply.keys)]
+        } else if reply.moreToCome {
+            actions = [.applyPage(reply.delta, partialKeys: reply.partialKeys)]
+        } else {
+            actions = [.applyDelta(reply.delta)]
+        }
         if !reply.stableFrontier.isEmpty { actions.append(.collectTombstones(below: reply.stableFrontier)) }
         if !reply.rejectedKeys.isEmpty { actions.append(.reportRejectedKeys(reply.rejectedKeys)) }
         return actions
@@ -99,5 +127,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         hubContext = VersionVector()
         stableFrontier = VersionVector()
         owesFullStateAcknowledgement = false
+        joinedPageThrough = nil
+        expectsMorePages = false
     }
 }

@@ -8,7 +8,9 @@
 /// context, when it was last seen, and the context and frontier of the last reply it got;
 /// the retired devices in order, each with the context of the last reply it got (format 2;
 /// format 1, still read, kept no context: the hub's own context stands in for it); the
-/// returning devices awaiting a full state, with the context last sent to each; the
+/// returning devices awaiting a full state, each with the context last sent to it and
+/// (format 3) the last key of the pages it joined and of the page last sent, each a flag
+/// byte and the key if the flag is 1; the
 /// stability tracker's candidates (frontier, witnessed) in order and its safe frontier; the
 /// counts of collected tombstones and compensating writes; and (format 2) a CRC-32C of
 /// everything before it, so damage is refused. The cache of the last collection is not
@@ -18,7 +20,7 @@ extension HubSyncMachine {
     /// The first byte of an encoded account state.
     package static let accountStateMagic: UInt8 = 0xC8
     /// The format version written.
-    package static let accountStateFormatVersion: UInt8 = 2
+    package static let accountStateFormatVersion: UInt8 = 3
 
     /// The durable encoding of `account`'s state, or `nil` if the hub holds nothing of it.
     ///
@@ -48,8 +50,13 @@ extension HubSyncMachine {
         }
         writer.writeVarint(UInt64(state.awaitingFullState.count))
         for device in state.awaitingFullState.keys.sorted() {
+            let progress = state.awaitingFullState[device]!
             writer.writeString(device.rawValue)
-            state.awaitingFullState[device]!.encode(into: &writer)
+            progress.sent.encode(into: &writer)
+            for key in [progress.joinedThrough, progress.lastSentThrough] {
+                writer.writeByte(key == nil ? 0 : 1)
+                if let key { writer.writeString(key) }
+            }
         }
         writer.writeVarint(UInt64(state.stability.candidates.count))
         for candidate in state.stability.candidates {
@@ -76,7 +83,7 @@ extension HubSyncMachine {
             throw .malformed(.notConverge, "not the state of a hub account (bad magic byte)", at: 0)
         }
         let version = try reader.readByte()
-        guard version == 1 || version == Self.accountStateFormatVersion else {
+        guard (1...Self.accountStateFormatVersion).contains(version) else {
             throw .malformed(.unsupportedVersion, "unsupported hub account format version \(version)", at: 1)
         }
         if version >= 2 {
@@ -109,7 +116,12 @@ extension HubSyncMachine {
         previous = nil
         for _ in 0..<awaitingCount {
             let device = try Self.readOrderedReplica(&reader, after: &previous)
-            state.awaitingFullState[device] = try VersionVector(from: &reader, limits: limits)
+            var progress = Returning(sent: try VersionVector(from: &reader, limits: limits))
+            if version >= 3 {
+                progress.joinedThrough = try Self.readOptionalKey(&reader)
+                progress.lastSentThrough = try Self.readOptionalKey(&reader)
+            }
+            state.awaitingFullState[device] = progress
         }
         let candidateCount = try reader.readCount(limit: StabilityTracker.maximumCandidates, minimumElementBytes: 2)
         for _ in 0..<candidateCount {
@@ -134,6 +146,16 @@ extension HubSyncMachine {
             throw .malformed(.inconsistent, "the state of account \(account) contradicts itself: \(violation)")
         }
         accounts[account] = state
+    }
+
+    /// Reads a key that may be absent (a flag byte, then the key if it is 1).
+    private static func readOptionalKey(_ reader: inout BinaryReader) throws(ConvergeError) -> String? {
+        let at = reader.offset
+        switch try reader.readByte() {
+        case 0: return nil
+        case 1: return try reader.readString()
+        case let flag: throw .malformed(.unknownTag, "invalid key flag \(flag)", at: at)
+        }
     }
 
     /// Reads a replica ID that must come after `previous` in order (the encoding is canonical).

@@ -21,6 +21,11 @@ public struct HubSyncMachine: Sendable {
     /// one further ahead is refused (``MalformedInput/Problem/clockAhead``), so no device's
     /// clock, wrong or hostile, drags the hub's clock along.
     public var maximumClockOffsetMilliseconds: UInt64 = 24 * 3_600 * 1_000
+    /// The largest reply the hub makes: a larger delta is sent in pages, one per exchange
+    /// (``ReplicatedMap/delta(for:maximumBytes:)``), and a larger full state in pages that
+    /// each answer for a span of keys (``SyncReply/keys``). At most
+    /// ``SyncMessage/maximumEncodedBytes``; a transport may ask for less.
+    public var maximumReplyBytes = SyncMessage.maximumEncodedBytes
     var accounts: [AccountID: AccountState] = [:]
 
     // Deliberately broken behaviours, switched on only by the tests and simulator runs that
@@ -32,6 +37,8 @@ public struct HubSyncMachine: Sendable {
     /// Supersedes every write to a key ending in "3" with a compensating write, as if it
     /// broke the quota.
     @_spi(Testing) public var _revertsKeysEndingIn3 = false
+    /// Sends a page of a delta under the hub's whole context, claiming writes it leaves out.
+    @_spi(Testing) public var _pagesClaimWholeContext = false
 
     struct AccountState: Sendable {
         var map = ReplicatedMap()
@@ -40,15 +47,27 @@ public struct HubSyncMachine: Sendable {
         /// Retired devices, each with the context of the last reply the hub sent it: what it
         /// may claim to have seen of other replicas when it returns.
         var retired: [ReplicaID: VersionVector] = [:]
-        /// Returning devices that have not yet shown they joined a full state, with the
-        /// hub's context when it last sent them one.
-        var awaitingFullState: [ReplicaID: VersionVector] = [:]
+        /// Returning devices that have not yet shown they joined a full state, with how
+        /// far they got.
+        var awaitingFullState: [ReplicaID: Returning] = [:]
         var stability = StabilityTracker()
         var tombstonesCollected = 0
         var compensations = 0
         /// The inputs and result of the last collection: nothing to redo while the members'
         /// acknowledgements and the hub's context are unchanged.
         var lastCollection: (members: [ReplicaID: VersionVector], context: VersionVector, frontier: VersionVector)?
+    }
+
+    /// A returning device's way through the hub's full state.
+    struct Returning: Hashable, Sendable {
+        /// The hub's context when it last sent the device a full state or a page of one;
+        /// empty until it has sent one since the device returned.
+        var sent = VersionVector()
+        /// The device joined the pages of every key up to this one (`nil`: none yet).
+        var joinedThrough: String?
+        /// The last key of the page last sent, which the device acknowledges it by; `nil`
+        /// when it was the whole state or its last page.
+        var lastSentThrough: String?
     }
 
     struct Member: Sendable {
@@ -121,34 +140,58 @@ public struct HubSyncMachine: Sendable {
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
         var push = push
         push.delta.context = Self.believable(push.delta, from: push.device, sent: sent)
-        if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = VersionVector() }
+        if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = Returning() }
         // A returning device keeps getting the full state until it acknowledges one it was
         // sent after its return. Its context cannot show that: it may cover the hub's
-        // context while the device still holds tombstones the hub collected meanwhile.
-        var returning = false
-        if let sent = state.awaitingFullState[push.device] {
-            let sentOne = !sent.isEmpty || state.map.context.isEmpty
-            if push.acknowledgesFullState && sentOne {
-                state.awaitingFullState[push.device] = nil
+        // context while the device still holds tombstones the hub collected meanwhile. A
+        // full state too large for one message goes in pages, each acknowledged in turn.
+        var returning: Returning?
+        if var progress = state.awaitingFullState[push.device] {
+            let sentOne = !progress.sent.isEmpty || state.map.context.isEmpty
+            if push.acknowledgesFullState && sentOne && push.acknowledgedThrough == progress.lastSentThrough {
+                if let through = push.acknowledgedThrough { progress.joinedThrough = through }
+                returning = push.acknowledgedThrough == nil ? nil : progress
             } else {
-                returning = true
+                returning = progress
             }
+            state.awaitingFullState[push.device] = returning
         }
-        let made = applyEnforcingQuota(push.delta, account: push.account, to: &state, nowMilliseconds: nowMilliseconds)
+        let made = applyEnforcingQuota(push.delta, partialKeys: Set(push.partialKeys), account: push.account, to: &state,
+                                       nowMilliseconds: nowMilliseconds)
         compensations += made
         let rejected = made.map(\.key)
-        state.members[push.device, default: Member(acknowledged: push.delta.context, lastSeenMilliseconds: nowMilliseconds)].acknowledged = push.delta.context
+        // A returning device starts from what the hub sent it before it was retired. One
+        // page of a device's changes acknowledges nothing new: the device may still hold
+        // writes concurrent with a tombstone its context covers.
+        var member = state.members[push.device] ?? Member(acknowledged: VersionVector(), lastSeenMilliseconds: nowMilliseconds,
+                                                          lastReplyContext: sent)
+        if !push.moreToCome { member.acknowledged = push.delta.context }
+        state.members[push.device] = member
         state.members[push.device]!.lastSeenMilliseconds = nowMilliseconds
         let frontier = collect(&state)
-        if returning { state.awaitingFullState[push.device] = state.map.context }
-        let reply = SyncReply(
-            account: push.account,
-            kind: returning ? .fullState : .delta,
-            delta: returning ? state.map.asDelta : state.map.delta(for: push.delta.context),
-            stableFrontier: frontier,
-            rejectedKeys: rejected)
-        state.members[push.device]!.lastReplyContext = reply.delta.context
-        state.members[push.device]!.lastReplyFrontier = frontier
+        let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account)
+        var reply: SyncReply
+        if var progress = returning {
+            let (delta, keys) = Self.fullState(of: state.map, after: progress.joinedThrough, within: push.delta.context, maximumBytes: budget)
+            progress.sent = state.map.context
+            progress.lastSentThrough = keys.through
+            state.awaitingFullState[push.device] = progress
+            reply = SyncReply(account: push.account, kind: .fullState, delta: delta, stableFrontier: frontier, rejectedKeys: rejected, keys: keys)
+        } else {
+            var page = state.map.delta(for: push.delta.context, maximumBytes: budget)
+            if _pagesClaimWholeContext { page.delta.context = state.map.context }
+            reply = SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: frontier, rejectedKeys: rejected,
+                              moreToCome: !page.complete, partialKeys: page.partialKeys)
+        }
+        // A page (a reply under less than the hub's context) announces no frontier: the device
+        // decides what to collect from its own siblings, and a page may leave out a live
+        // sibling concurrent with a tombstone the frontier covers.
+        let complete = reply.delta.context == state.map.context
+        if !complete { reply.stableFrontier = VersionVector() }
+        // What the hub has sent the device: the union of its replies' contexts (a page's is
+        // lower than the hub's), which is what the device's own record of them is too.
+        state.members[push.device]!.lastReplyContext.formUnion(reply.delta.context)
+        if complete { state.members[push.device]!.lastReplyFrontier = frontier }
         accounts[push.account] = state
         _checkInvariants(of: push.account)
         return reply
@@ -186,6 +229,24 @@ public struct HubSyncMachine: Sendable {
         case .reply, .gossip, .upToDate:
             throw .malformed(.unexpectedMessage, "the hub accepts only pushes and polls")
         }
+    }
+
+    /// The bytes left for a reply's delta in `maximumBytes`, once its other fields (the
+    /// frontier, the rejected keys, the account, the header) are counted.
+    static func deltaBudget(_ maximumBytes: Int, frontier: VersionVector, rejectedKeys: [String], account: AccountID) -> Int {
+        var writer = BinaryWriter()
+        frontier.encode(into: &writer)
+        writer.writeString(account.rawValue)
+        for key in rejectedKeys { writer.writeString(key) }
+        return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - writer.bytes.count - 32)
+    }
+
+    /// The full state for a returning device that has joined the pages up to `after`:
+    /// all of it when it fits in `maximumBytes`, else the next page, under the context
+    /// `within` (what the device holds) shares with the hub's.
+    static func fullState(of map: ReplicatedMap, after: String?, within: VersionVector, maximumBytes: Int) -> (ReplicatedMap.Delta, KeySpan) {
+        if ReplicatedMap.deltaBytesBound(entries: map.entries, context: map.context) <= maximumBytes { return (map.asDelta, .all) }
+        return map.fullStatePage(after: after, within: within, maximumBytes: maximumBytes)
     }
 
     /// What the hub believes of a push's context: all of it for the device's own writes;
@@ -256,15 +317,17 @@ public struct HubSyncMachine: Sendable {
     // MARK: Internals
 
     /// Applies a push key by key; returns the compensating writes it made.
-    private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, account: AccountID, to state: inout AccountState,
-                                     nowMilliseconds: UInt64) -> [HubCompensation] {
+    private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, partialKeys: Set<String>, account: AccountID,
+                                     to state: inout AccountState, nowMilliseconds: UInt64) -> [HubCompensation] {
         var rejected: [HubCompensation] = []
         for key in delta.entries.keys.sortedByUTF8() {
             let incoming = delta.entries[key]!
             for sibling in incoming { state.clock.observe(sibling.timestamp) }
             let previous = state.map.siblings(forKey: key)
             let usageBefore = state.map.usage
-            guard state.map.applyEntry(forKey: key, siblings: incoming, senderContext: delta.context) else { continue }
+            // A partial key of a page drops nothing (ReplicatedMap.apply(_:partialKeys:)).
+            let senderContext = partialKeys.contains(key) ? VersionVector() : delta.context
+            guard state.map.applyEntry(forKey: key, siblings: incoming, senderContext: senderContext) else { continue }
             let current = state.map.siblings(forKey: key)
             let arrived = current.filter { sibling in !sibling.isTombstone && !previous.contains(sibling) }
             guard !arrived.isEmpty, breaksQuota(key: key, arrived: arrived, before: usageBefore, after: state.map.usage) else { continue }

@@ -159,7 +159,7 @@ extension ReplicatedKeyValueStore {
     /// - Throws: ``ConvergeError/malformed(_:)`` if the push would exceed
     ///   ``SyncMessage/maximumEncodedBytes``.
     package func hubRequest() throws(ConvergeError) -> (bytes: [UInt8], account: AccountID) {
-        let (request, account) = state.withLock { ($0.hubMachine.request(from: $0.map), $0.account) }
+        let (request, account) = state.withLock { ($0.hubMachine.request(from: $0.map, maximumPushBytes: $0.maximumHubRequestBytes), $0.account) }
         return (try request.encoded(), account)
     }
 
@@ -209,7 +209,7 @@ extension ReplicatedKeyValueStore {
             // new incarnation and the next exchange brings everything.
             let received = actions.compactMap { action -> ReplicatedMap.Delta? in
                 switch action {
-                case .applyDelta(let delta), .joinFullState(let delta): return delta
+                case .applyDelta(let delta), .applyPage(let delta, _), .joinFullState(let delta, _): return delta
                 default: return nil
                 }
             }
@@ -256,8 +256,12 @@ extension ReplicatedKeyValueStore {
                 let outcome = try state.merge(delta, reason: .serverChange, recording: &change)
                 events += outcome.events
                 receipt.changedKeys += outcome.visibleChanges
-            case .joinFullState(let delta):
-                let outcome = try state.join(ReplicatedMap(entries: delta.entries, context: delta.context),
+            case .applyPage(let delta, let partialKeys):
+                let outcome = try state.merge(delta, partialKeys: Set(partialKeys), reason: .serverChange, recording: &change)
+                events += outcome.events
+                receipt.changedKeys += outcome.visibleChanges
+            case .joinFullState(let delta, let keys):
+                let outcome = try state.join(ReplicatedMap(entries: delta.entries, context: delta.context), keys: keys,
                                              reason: .initialSyncChange, recording: &change)
                 if outcome.visibleChanges.isEmpty {
                     // The app is told of the initial sync even when no visible value changed.

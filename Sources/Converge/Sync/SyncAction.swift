@@ -7,10 +7,15 @@ public enum SyncAction: Hashable, Sendable {
     /// Join these changes key by key and report the keys whose visible values changed as
     /// ``ChangeReason/serverChange``.
     case applyDelta(ReplicatedMap.Delta)
-    /// Join this whole state of the hub, dropping every sibling it has seen and no longer
-    /// has (the device returns after retirement), and report
-    /// ``ChangeReason/initialSyncChange``, even if no visible value changed.
-    case joinFullState(ReplicatedMap.Delta)
+    /// Join this page of a larger delta key by key, its partial keys without dropping
+    /// anything (see ``ReplicatedMap/apply(_:partialKeys:)``), and report as
+    /// ``applyDelta(_:)`` does.
+    case applyPage(ReplicatedMap.Delta, partialKeys: [String])
+    /// Join this whole state of the hub, or the page of it that answers for `keys`,
+    /// dropping every sibling (of those keys) it has seen and no longer has (the device
+    /// returns after retirement), and report ``ChangeReason/initialSyncChange``, even if no
+    /// visible value changed.
+    case joinFullState(ReplicatedMap.Delta, keys: KeySpan)
     /// Drop the tombstones this stable frontier covers.
     case collectTombstones(below: VersionVector)
     /// Report these keys as ``ChangeReason/quotaViolationChange``: the hub superseded this

@@ -15,13 +15,30 @@ public struct SyncPush: Hashable, Sendable {
     /// context alone cannot show it, since it may already cover the hub's context while
     /// still holding what the hub collected during its absence.
     public var acknowledgesFullState: Bool
+    /// The last key of the full-state page the device joined, when the full state it
+    /// acknowledges was one page of several (``SyncReply/keys``) and not the last; `nil`
+    /// when it reached the last key.
+    public var acknowledgedThrough: String?
+    /// Whether the delta is one page of the device's changes, more to come: its context
+    /// then claims what the page carries, not what the device has sent of all its writes,
+    /// so the hub does not count it as an acknowledgement for tombstone collection (the
+    /// device may still hold writes concurrent with a tombstone its context covers).
+    public var moreToCome: Bool
+    /// The keys of a page whose entries leave out siblings beyond its context, in UTF-8
+    /// order: the hub joins them without dropping anything (see
+    /// ``ReplicatedMap/apply(_:partialKeys:)``). Empty unless ``moreToCome``.
+    public var partialKeys: [String]
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
-    public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false) {
+    public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false,
+                acknowledgedThrough: String? = nil, moreToCome: Bool = false, partialKeys: [String] = []) {
         self.account = account
         self.device = device
         self.delta = delta
         self.acknowledgesFullState = acknowledgesFullState
+        self.acknowledgedThrough = acknowledgesFullState ? acknowledgedThrough : nil
+        self.moreToCome = moreToCome
+        self.partialKeys = moreToCome ? partialKeys : []
     }
 }
 
@@ -33,7 +50,8 @@ public struct SyncReply: Hashable, Sendable {
         /// Join key by key (the usual case).
         case delta = 0
         /// The hub's whole state, for a device returning after retirement: join it
-        /// whole, dropping what the hub has seen and no longer has.
+        /// whole, dropping what the hub has seen and no longer has; or, when it is too
+        /// large for one message, one page of it that answers for the keys of ``keys``.
         case fullState = 1
     }
 
@@ -49,14 +67,30 @@ public struct SyncReply: Hashable, Sendable {
     /// Keys whose writes from this device broke the quota and were superseded by a
     /// compensating write of the hub, in UTF-8 byte order.
     public var rejectedKeys: [String]
+    /// The keys a full state answers for: ``KeySpan/all``, unless it is one page of a full
+    /// state too large for one message (its entries then lie in this span). Always
+    /// ``KeySpan/all`` for a delta.
+    public var keys: KeySpan
+    /// Whether a delta is one page of a change too large for one message: the device's
+    /// next request must then be a push (whose context tells the hub where to go on), not
+    /// a poll. Always `false` for a full state.
+    public var moreToCome: Bool
+    /// The keys of a page whose entries leave out siblings beyond its context, in UTF-8
+    /// order: the device joins them without dropping anything (see
+    /// ``ReplicatedMap/apply(_:partialKeys:)``). Empty unless ``moreToCome``.
+    public var partialKeys: [String]
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
-    public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String]) {
+    public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String],
+                keys: KeySpan = .all, moreToCome: Bool = false, partialKeys: [String] = []) {
         self.account = account
         self.kind = kind
         self.delta = delta
         self.stableFrontier = stableFrontier
         self.rejectedKeys = rejectedKeys
+        self.keys = kind == .fullState ? keys : .all
+        self.moreToCome = kind == .delta && moreToCome
+        self.partialKeys = self.moreToCome ? partialKeys : []
     }
 }
 
@@ -143,16 +177,36 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeByte(TypeTag.push.rawValue)
             writer.writeString(push.account.rawValue)
             writer.writeString(push.device.rawValue)
-            writer.writeByte(push.acknowledgesFullState ? 1 : 0)
+            // Flags: 1, a full state acknowledged (its last page, or the page through the key
+            // that follows if 2 is set too); 4, more pages to come.
+            var flags: UInt8 = push.acknowledgesFullState ? 1 : 0
+            if push.acknowledgedThrough != nil { flags |= 2 }
+            if push.moreToCome { flags |= 4 }
+            writer.writeByte(flags)
+            if let through = push.acknowledgedThrough { writer.writeString(through) }
             push.delta.encode(into: &writer)
+            if push.moreToCome { Self.writeKeys(push.partialKeys, into: &writer) }
         case .reply(let reply):
             writer.writeByte(TypeTag.reply.rawValue)
             writer.writeString(reply.account.rawValue)
-            writer.writeByte(reply.kind.rawValue)
+            // Kinds 0 and 1; 2: a page of a full state, its span's bounds following; 3: a
+            // page of a delta, more to come.
+            if reply.moreToCome {
+                writer.writeByte(3)
+            } else if reply.kind == .fullState && reply.keys != .all {
+                writer.writeByte(2)
+                for bound in [reply.keys.after, reply.keys.through] {
+                    writer.writeByte(bound == nil ? 0 : 1)
+                    if let bound { writer.writeString(bound) }
+                }
+            } else {
+                writer.writeByte(reply.kind.rawValue)
+            }
             reply.delta.encode(into: &writer)
             reply.stableFrontier.encode(into: &writer)
             writer.writeVarint(UInt64(reply.rejectedKeys.count))
             for key in reply.rejectedKeys { writer.writeString(key) }
+            if reply.moreToCome { Self.writeKeys(reply.partialKeys, into: &writer) }
         case .gossip(let gossip):
             writer.writeByte(TypeTag.gossip.rawValue)
             writer.writeString(gossip.account.rawValue)
@@ -194,10 +248,14 @@ public enum SyncMessage: Hashable, Sendable {
         switch tag {
         case .push:
             let device = try Self.readReplica(&reader)
-            let flag = try reader.readByte()
-            guard flag <= 1 else { throw .malformed(.unknownTag, "invalid full-state acknowledgement flag \(flag)", at: reader.offset - 1) }
-            self = .push(SyncPush(account: account, device: device, delta: try ReplicatedMap.Delta(from: &reader, limits: limits),
-                                  acknowledgesFullState: flag == 1))
+            let flags = try reader.readByte()
+            guard flags & ~7 == 0, flags & 3 != 2 else { throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1) }
+            let through = flags & 2 != 0 ? try reader.readString() : nil
+            let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
+            let moreToCome = flags & 4 != 0
+            let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
+            self = .push(SyncPush(account: account, device: device, delta: delta, acknowledgesFullState: flags & 1 != 0,
+                                  acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys))
         case .poll:
             let device = try Self.readReplica(&reader)
             self = .poll(SyncPoll(account: account, device: device, digest: try reader.readFixed64()))
@@ -211,16 +269,67 @@ public enum SyncMessage: Hashable, Sendable {
             self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
         case .reply:
             let kindByte = try reader.readByte()
-            guard let kind = SyncReply.Kind(rawValue: kindByte) else { throw .malformed(.unknownTag, "unknown reply kind \(kindByte)", at: reader.offset - 1) }
+            var kind = SyncReply.Kind.delta
+            var span = KeySpan.all
+            let moreToCome = kindByte == 3
+            if moreToCome {
+                kind = .delta
+            } else if kindByte == 2 {
+                kind = .fullState
+                var bounds: [String?] = []
+                for _ in 0..<2 {
+                    let present = try reader.readByte()
+                    guard present <= 1 else { throw .malformed(.unknownTag, "invalid key bound flag \(present)", at: reader.offset - 1) }
+                    bounds.append(present == 1 ? try reader.readString() : nil)
+                }
+                span = KeySpan(after: bounds[0], through: bounds[1])
+                guard span != .all, !span.isEmpty else {
+                    throw .malformed(.nonCanonical, "a full-state page must answer for some keys, not none or all", at: reader.offset)
+                }
+            } else {
+                guard let decoded = SyncReply.Kind(rawValue: kindByte) else { throw .malformed(.unknownTag, "unknown reply kind \(kindByte)", at: reader.offset - 1) }
+                kind = decoded
+            }
+            let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
+            if let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
+                throw .malformed(.inconsistent, "the full-state page for keys \(span) holds the key \"\(outside)\" outside it", at: entriesAt)
+            }
             let frontier = try VersionVector(from: &reader, limits: limits)
             let count = try reader.readCount(limit: limits.maximumKeys)
             var keys: [String] = []
             keys.reserveCapacity(count)
             for _ in 0..<count { keys.append(try reader.readString()) }
-            self = .reply(SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys))
+            let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
+            self = .reply(SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys, keys: span,
+                                    moreToCome: moreToCome, partialKeys: partialKeys))
         }
         try reader.expectEnd()
+    }
+
+    private static func writeKeys(_ keys: [String], into writer: inout BinaryWriter) {
+        writer.writeVarint(UInt64(keys.count))
+        for key in keys { writer.writeString(key) }
+    }
+
+    /// Reads a page's partial keys: keys of its delta, in strictly increasing UTF-8 order.
+    private static func readPartialKeys(_ reader: inout BinaryReader, of delta: ReplicatedMap.Delta,
+                                        limits: DecodingLimits) throws(ConvergeError) -> [String] {
+        let count = try reader.readCount(limit: min(limits.maximumKeys, delta.entries.count))
+        var keys: [String] = []
+        keys.reserveCapacity(count)
+        for _ in 0..<count {
+            let at = reader.offset
+            let key = try reader.readString()
+            guard delta.entries[key] != nil else {
+                throw .malformed(.inconsistent, "the partial key \"\(key)\" is not a key of the page", at: at)
+            }
+            if let last = keys.last, !last.precedesInUTF8Order(key) {
+                throw .malformed(.nonCanonical, "partial keys not in strictly increasing byte order", at: at)
+            }
+            keys.append(key)
+        }
+        return keys
     }
 
     private static func readReplica(_ reader: inout BinaryReader) throws(ConvergeError) -> ReplicaID {

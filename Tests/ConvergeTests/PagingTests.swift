@@ -1,0 +1,246 @@
+@_spi(Testing) @testable import Converge
+import ConvergeSimulation
+import ConvergeTestSupport
+import Testing
+
+/// Deltas and full states too large for one message travel in pages: each page is a valid
+/// change on its own, the receiver never claims a write it has not received, and the pages
+/// in turn give what one message would have.
+enum PagingProperties {
+    static let defaultCases = 1_000
+
+    /// A receiver that never knew any of the sender's writes takes pages of the sender's
+    /// delta until one is complete. After each page, every write of the sender its context
+    /// covers must be one it holds (the oracle asks only "covered?" and "held?", never the
+    /// join); at the end it must hold what one whole delta gives. `claimsWholeContext`
+    /// breaks the pages: each claims the sender's whole context.
+    static func pagesNeverClaimAWriteNotReceived(cases: Int = defaultCases, claimsWholeContext: Bool = false) -> PropertyFailure? {
+        checkProperty("pagesNeverClaimAWriteNotReceived", cases: cases,
+                      generate: { ($0.next(below: 200) + 60, History.generate(using: &$0, replicas: 2...3)) },
+                      shrink: { input in input.1.shrunk().map { (input.0, $0) } },
+                      describe: { "maximumBytes \($0.0), \($0.1)" }) { input in
+            let (maximumBytes, history) = input
+            let sender = HistoryRun(history).replicas[0]
+            var received = ReplicatedMap()
+            var pages = 0
+            while true {
+                var (page, complete, partialKeys) = sender.delta(for: received.context, maximumBytes: maximumBytes)
+                if claimsWholeContext { page.context = sender.context }
+                pages += 1
+                let bytes = page.encoded().count
+                if !complete && bytes > maximumBytes && page.entries.count > 1 {
+                    return "page \(pages) of \(page.entries.count) keys takes \(bytes) bytes, more than \(maximumBytes)"
+                }
+                received.apply(page, partialKeys: Set(partialKeys))
+                for (key, siblings) in sender.entries {
+                    for sibling in siblings where received.context.contains(sibling.dot) && !received.siblings(forKey: key).contains(sibling) {
+                        return "after page \(pages), the receiver's context \(received.context) covers \(sibling.dot) of \(key), which it does not hold"
+                    }
+                }
+                if complete { break }
+                if pages > 10_000 { return "no end after \(pages) pages" }
+            }
+            return received == sender ? nil : "after \(pages) pages the receiver holds \(received.entries), not the sender's \(sender.entries)"
+        }
+    }
+
+    /// A receiver with writes of its own takes pages of another replica's delta. A page
+    /// drops a sibling of the receiver only where the whole delta would have: after each
+    /// page, every key either kept all the siblings it had, or holds what joining the whole
+    /// state gives it. (A partial key, whose superseding write lies beyond the page, keeps
+    /// the receiver's write until that write arrives.) At the end, the receiver holds the
+    /// join. `dropsOnPartialKeys` breaks it: partial keys are joined like the others.
+    static func pagesDropOnlyWhatTheWholeDeltaDrops(cases: Int = defaultCases, dropsOnPartialKeys: Bool = false) -> PropertyFailure? {
+        checkProperty("pagesDropOnlyWhatTheWholeDeltaDrops", cases: cases,
+                      generate: { ($0.next(below: 120) + 40, History.generate(using: &$0, replicas: 3...4, maximumOperations: 80)) },
+                      shrink: { input in input.1.shrunk().map { (input.0, $0) } },
+                      describe: { "maximumBytes \($0.0), \($0.1)" }) { input in
+            let (maximumBytes, history) = input
+            let run = HistoryRun(history)
+            let (sender, receiver) = (run.replicas[0], run.replicas[1])
+            var whole = receiver
+            whole.join(sender)
+            var received = receiver
+            var pages = 0
+            while pages < 10_000 {
+                let (page, complete, partialKeys) = sender.delta(for: received.context, maximumBytes: maximumBytes)
+                pages += 1
+                let before = received
+                received.apply(page, partialKeys: dropsOnPartialKeys ? [] : Set(partialKeys))
+                for key in before.entries.keys.sorted() {
+                    let kept = before.siblings(forKey: key).allSatisfy(received.siblings(forKey: key).contains)
+                    if !kept && received.siblings(forKey: key) != whole.siblings(forKey: key) {
+                        return "page \(pages) left \(key) with \(received.siblings(forKey: key).map(\.dot)), dropping some of \(before.siblings(forKey: key).map(\.dot)); the join holds \(whole.siblings(forKey: key).map(\.dot))"
+                    }
+                }
+                if complete { break }
+            }
+            return received == whole ? nil : "after \(pages) pages the receiver holds \(received.entries), not the join \(whole.entries)"
+        }
+    }
+
+    /// A returning device that holds tombstones the hub collected joins the hub's full
+    /// state in pages, then the deltas that follow: it ends where joining the whole full
+    /// state leaves it.
+    static func fullStatePagesEndWhereTheWholeFullStateDoes(cases: Int = defaultCases) -> PropertyFailure? {
+        checkProperty("fullStatePagesEndWhereTheWholeFullStateDoes", cases: cases,
+                      generate: { ($0.next(below: 200) + 60, History.generate(using: &$0, replicas: 2...3)) },
+                      shrink: { input in input.1.shrunk().map { (input.0, $0) } },
+                      describe: { "maximumBytes \($0.0), \($0.1)" }) { input in
+            let (maximumBytes, history) = input
+            let run = HistoryRun(history)
+            var hub = run.replicas[0]
+            let device = run.replicas[1]
+            // Every tombstone of the hub is stable for this check: the device may hold some
+            // of them, or writes they superseded.
+            hub.join(device)
+            hub.collectTombstones(stableFrontier: hub.context)
+            var whole = device
+            whole.join(hub)
+            var paged = device
+            var after: String?
+            var pages = 0
+            repeat {
+                let (page, keys) = hub.fullStatePage(after: after, within: paged.context, maximumBytes: maximumBytes)
+                pages += 1
+                guard page.entries.keys.allSatisfy(keys.contains) else { return "page \(pages) holds keys outside \(keys)" }
+                paged.join(try! ReplicatedMap(entries: page.entries, context: page.context), keys: keys)
+                guard let through = keys.through else { break }
+                after = through
+            } while pages < 10_000
+            while true {
+                let (page, complete, partialKeys) = hub.delta(for: paged.context, maximumBytes: maximumBytes)
+                paged.apply(page, partialKeys: Set(partialKeys))
+                if complete { break }
+            }
+            return paged == whole ? nil : "after \(pages) full-state pages and the deltas, the device holds \(paged.entries); the whole full state gives \(whole.entries)"
+        }
+    }
+}
+
+@Suite("Paging: state larger than one message travels in several")
+struct PagingTests {
+    @Test func pagesNeverClaimAWriteNotReceived() {
+        expectHolds(PagingProperties.pagesNeverClaimAWriteNotReceived())
+    }
+
+    @Test func theOracleCatchesPagesThatClaimTheWholeContext() {
+        let failure = PagingProperties.pagesNeverClaimAWriteNotReceived(cases: 300, claimsWholeContext: true)
+        expectCaught(failure)
+        #expect(failure?.message.contains("which it does not hold") == true, "\(failure?.message ?? "")")
+    }
+
+    @Test func pagesDropOnlyWhatTheWholeDeltaDrops() {
+        expectHolds(PagingProperties.pagesDropOnlyWhatTheWholeDeltaDrops())
+    }
+
+    @Test func theOracleCatchesPagesThatDropOnPartialKeys() {
+        let failure = PagingProperties.pagesDropOnlyWhatTheWholeDeltaDrops(cases: 500, dropsOnPartialKeys: true)
+        expectCaught(failure)
+        #expect(failure?.message.contains("dropping some of") == true, "\(failure?.message ?? "")")
+    }
+
+    @Test func fullStatePagesEndWhereTheWholeFullStateDoes() {
+        expectHolds(PagingProperties.fullStatePagesEndWhereTheWholeFullStateDoes())
+    }
+
+    @Test func aKeySpanHoldsTheKeysBetweenItsBoundsInByteOrder() {
+        let span = KeySpan(after: "b", through: "d")
+        #expect(!span.contains("b") && span.contains("c") && span.contains("d") && !span.contains("da") && !span.contains("a"))
+        #expect(KeySpan.all.contains("anything") && !KeySpan.all.isEmpty)
+        #expect(KeySpan(after: "d", through: "b").isEmpty && KeySpan(after: "d", through: "d").isEmpty)
+        // Byte order, not Swift's String order: "é" (0xC3 0xA9) sorts after "z".
+        #expect(KeySpan(after: "z", through: nil).contains("é"))
+    }
+
+    /// The issue's case: a hub holding more than one message may carry (a custom quota)
+    /// answers a new device in pages of at most 16 MiB, and the device ends with all of it.
+    @Test func aHubStateLargerThanOneMessageReachesANewDeviceInPages() throws {
+        let megabyte = String(repeating: "x", count: 1 << 20)
+        var hub = HubSyncMachine(quota: .unlimited)
+        let writer = ReplicatedKeyValueStore(replicaID: "writer", quota: .unlimited, clock: ManualClock(startMilliseconds: 1_000))
+        for index in 0..<18 { try writer.setValue(.string(megabyte + "\(index)"), forKey: "k\(index)") }
+        // The writer's own pushes are paged too: 18 MiB do not fit in one request.
+        var requests = 0
+        while requests < 10 {
+            let request = try SyncMessage(encoded: try writer.hubRequest().bytes)
+            requests += 1
+            var compensations: [HubCompensation] = []
+            let answer = try hub.receive(request, nowMilliseconds: 1_000, compensations: &compensations)
+            try writer.receive(try answer.encoded())
+            if hub.state(of: .default).context == writer.replicatedState.context { break }
+        }
+        #expect(requests >= 2)
+        #expect(hub.state(of: .default) == writer.replicatedState)
+        let reader = ReplicatedKeyValueStore(replicaID: "reader", quota: .unlimited, clock: ManualClock(startMilliseconds: 1_000))
+        var replies: [Int] = []
+        for _ in 0..<10 {
+            var compensations: [HubCompensation] = []
+            let answer = try hub.receive(try SyncMessage(encoded: try reader.hubRequest().bytes), nowMilliseconds: 1_000,
+                                         compensations: &compensations)
+            let bytes = try answer.encoded()
+            replies.append(bytes.count)
+            try reader.receive(bytes)
+            if reader.replicatedState == hub.state(of: .default) { break }
+        }
+        #expect(replies.count >= 2, "\(replies)")
+        #expect(replies.allSatisfy { $0 <= SyncMessage.maximumEncodedBytes })
+        #expect(reader.replicatedState == hub.state(of: .default))
+        #expect(reader.string(forKey: "k17") == megabyte + "17")
+    }
+
+    @Test func aPageThatHoldsAKeyOutsideItsSpanIsRefused() throws {
+        var map = ReplicatedMap()
+        map.write(.integer(1), forKey: "a", replica: "hub", timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 0))
+        map.write(.integer(2), forKey: "z", replica: "hub", timestamp: HybridTimestamp(wallMilliseconds: 2, logical: 0))
+        let reply = SyncReply(account: .default, kind: .fullState, delta: map.asDelta, stableFrontier: VersionVector(),
+                              rejectedKeys: [], keys: KeySpan(after: nil, through: "m"))
+        #expect(throws: ConvergeError.self) { try SyncMessage(encoded: try SyncMessage.reply(reply).encoded()) }
+        let inside = SyncReply(account: .default, kind: .fullState, delta: map.delta(for: VersionVector()), stableFrontier: VersionVector(),
+                               rejectedKeys: [], keys: KeySpan(after: "m", through: nil))
+        var only = inside
+        only.delta.entries["a"] = nil
+        #expect(try SyncMessage(encoded: try SyncMessage.reply(only).encoded()) == .reply(only))
+    }
+}
+
+/// Histories the paged-hub property found, shrunk, kept as regressions.
+@Suite("Paging regressions")
+struct PagingRegressionTests {
+    static func converges(_ operations: [SyncOperation]) -> String? {
+        var run = SyncRun(SyncHistory(deviceCount: 2, operations: operations), hub: SyncPropertyTests.pagingHub(), maximumMessageBytes: 100)
+        run.heal()
+        return run.convergenceFailure(policies: everyPolicy)
+    }
+
+    /// A device back from retirement first pushed one page of its changes; the hub's page of
+    /// the full state then set what it had sent the device from nothing, so the device's
+    /// next push was believed to have seen nothing of the other device, and its overwrite
+    /// of a key came back as a conflict the device never saw. A returning member now starts
+    /// from what the hub sent it before its retirement.
+    @Test func aReturningDeviceIsBelievedForWhatTheHubSentItBeforeItsRetirement() {
+        let failure = Self.converges([
+            .push(device: 0, peer: 1), .set(device: 1, key: "d", length: 4), .set(device: 1, key: "f", length: 4),
+            .push(device: 0, peer: 0), .set(device: 0, key: "a", length: 6), .set(device: 0, key: "f", length: 1),
+            .push(device: 1, peer: 0), .deliver(message: 2), .push(device: 1, peer: 0), .push(device: 0, peer: 0),
+            .deliver(message: 6), .deliver(message: 1), .push(device: 1, peer: 0), .tick(milliseconds: 13),
+            .push(device: 0, peer: 0), .deliver(message: 3), .set(device: 0, key: "d", length: 4), .push(device: 0, peer: 0),
+            .duplicate(message: 6), .push(device: 1, peer: 0), .tick(milliseconds: 4), .deliver(message: 2), .deliver(message: 7),
+        ])
+        #expect(failure == nil, "\(failure ?? "")")
+    }
+
+    /// A page of the full state left out a live write concurrent with the device's own
+    /// removal, and announced a stable frontier covering the removal: the device collected
+    /// it, and then held the write alone while the hub held both. Pages now announce no
+    /// frontier.
+    @Test func aPageAnnouncesNoFrontierSoNoTombstoneIsCollectedBesideAWriteItLeftOut() {
+        let failure = Self.converges([
+            .set(device: 1, key: "b", length: 4), .set(device: 1, key: "a", length: 15), .push(device: 0, peer: 1), .push(device: 1, peer: 0),
+            .deliver(message: 3), .set(device: 1, key: "a", length: 11), .push(device: 1, peer: 0), .deliver(message: 3), .deliver(message: 0),
+            .set(device: 0, key: "d", length: 13), .deliver(message: 3), .switchAccount(device: 0), .deliver(message: 7), .tick(milliseconds: 14),
+            .switchAccount(device: 0), .remove(device: 0, key: "a"), .tick(milliseconds: 13),
+        ])
+        #expect(failure == nil, "\(failure ?? "")")
+    }
+}
