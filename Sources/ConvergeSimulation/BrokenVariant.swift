@@ -64,6 +64,10 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// has arrived, as if the missing keys had been removed. Caught by the no-lost-write
     /// checker.
     case takesIncompleteSnapshots = "takes-incomplete-snapshots"
+    /// The hub sends a page of a delta under its whole context, claiming the writes the
+    /// page leaves out. Caught by the no-lost-write checker (a device's context claims
+    /// writes it never received).
+    case pagesClaimWholeContext = "pages-claim-whole-context"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -100,6 +104,9 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
         case .takesIncompleteSnapshots:
             if options.topology != .folder { return "no device reads files in the \(options.topology.rawValue) topology" }
             return options.folderFileBytes >= 1 << 20 ? "no snapshot is written in parts (folderFileBytes = \(options.folderFileBytes))" : nil
+        case .pagesClaimWholeContext:
+            if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
+            return options.hubMessageBytes >= 1 << 20 ? "no reply is sent in pages (hubMessageBytes = \(options.hubMessageBytes))" : nil
         case .amnesiacHub:
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
             return options.hubCrashes == 0 ? "the hub never crashes (hubCrashes = 0)" : nil
@@ -154,6 +161,8 @@ struct VariantHooks {
     /// Whether folder readers take snapshots before every part arrived
     /// (``BrokenVariant/takesIncompleteSnapshots``).
     private(set) var folderReadersTakeIncompleteSnapshots = false
+    /// Whether the hub's pages claim its whole context (``BrokenVariant/pagesClaimWholeContext``).
+    private(set) var hubPagesClaimWholeContext = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -177,6 +186,7 @@ struct VariantHooks {
         case .growsOverSoftQuota: storesGrowWhileOverQuota = true
         case .uncheckedDamage: linkResealsDamage = true
         case .takesIncompleteSnapshots: folderReadersTakeIncompleteSnapshots = true
+        case .pagesClaimWholeContext: hubPagesClaimWholeContext = true
         }
     }
 

@@ -75,13 +75,30 @@ struct ReferenceModel {
     private var writesByAccount: [AccountID: [Int]] = [:]
     private var writeIndexByLedger: [Int: Int] = [:]
     private var knowledge: [SimulatedNetwork.Node: [AccountID: Knowledge]] = [:]
+    /// Writes a replica may drop, or keep beside what superseded them, though it does not
+    /// know what superseded them: a page of a larger change (see
+    /// ``sent(message:from:account:cap:)``) carries its sender's state under the page's cap,
+    /// where a write the sender superseded by one beyond the cap is simply absent. A key
+    /// whose superseding write lies beyond the cap comes whole in a later page, so until
+    /// then the receiver may hold the old write or not. Only pages make excuses; a run
+    /// without them checks everything exactly.
+    private var excused: [SimulatedNetwork.Node: [AccountID: Set<WriteID>]] = [:]
     private var durable: [Int: [AccountID: Knowledge]] = [:]
-    private var inFlight: [Int: (account: AccountID, knowledge: Knowledge)] = [:]
+    private var inFlight: [Int: (account: AccountID, knowledge: Knowledge, excused: Set<WriteID>)] = [:]
 
     static func knows(_ knowledge: Knowledge, _ id: WriteID) -> Bool { knowledge[id.replica, default: 0] >= id.counter }
 
     func knowledge(of node: SimulatedNetwork.Node, in account: AccountID) -> Knowledge {
         knowledge[node]?[account] ?? [:]
+    }
+
+    private static func raise(_ known: inout Knowledge, to carried: Knowledge) {
+        for (replica, counter) in carried where counter > known[replica, default: 0] { known[replica] = counter }
+    }
+
+    /// Whether `node` may hold `id`, or not, without knowing what superseded it (see ``excused``).
+    func isExcused(_ id: WriteID, at node: SimulatedNetwork.Node, in account: AccountID) -> Bool {
+        excused[node]?[account]?.contains(id) ?? false
     }
 
     // MARK: Observations
@@ -111,9 +128,27 @@ struct ReferenceModel {
         if let index = writeIndexByLedger[ledgerIndex] { writes[index].forgotten = true }
     }
 
-    /// A message leaves `node`: it carries what the node knows of `account`.
-    mutating func sent(message id: Int, from node: SimulatedNetwork.Node, account: AccountID) {
-        inFlight[id] = (account, knowledge(of: node, in: account))
+    /// A message leaves `node`: it carries what the node knows of `account`, or, for one
+    /// page of a change too large for one message, what it knows up to the page's `cap`
+    /// (the page claims to carry each writer's writes up to a number, and the receiver is
+    /// then checked against that claim: a page that claims more than it carries shows as a
+    /// lost write, one that carries more shows as a write the receiver cannot know).
+    mutating func sent(message id: Int, from node: SimulatedNetwork.Node, account: AccountID, cap: Knowledge? = nil) {
+        let known = knowledge(of: node, in: account)
+        var carried = known
+        var superseded: Set<WriteID> = []
+        if let cap {
+            for (replica, counter) in carried { carried[replica] = min(counter, cap[replica, default: 0]) }
+            // The writes under the cap that the sender knows were superseded: seen by another
+            // write of their key that it knows (a write's past never holds the write itself).
+            let indices = (writesByAccount[account] ?? []).filter { !writes[$0].forgotten && Self.knows(known, writes[$0].id) }
+            var seen: [String: Knowledge] = [:]
+            for index in indices { Self.raise(&seen[writes[index].key, default: [:]], to: writes[index].past) }
+            for index in indices where Self.knows(cap, writes[index].id) && Self.knows(seen[writes[index].key]!, writes[index].id) {
+                superseded.insert(writes[index].id)
+            }
+        }
+        inFlight[id] = (account, carried, superseded)
     }
 
     /// A copy of message `id` reaches `node`, which takes it if it is on the message's
@@ -122,9 +157,8 @@ struct ReferenceModel {
         guard let carried = inFlight[id] else { return }
         if lastCopy { inFlight[id] = nil }
         if let currentAccount, currentAccount != carried.account { return }
-        var known = knowledge(of: node, in: carried.account)
-        for (replica, counter) in carried.knowledge where counter > known[replica, default: 0] { known[replica] = counter }
-        knowledge[node, default: [:]][carried.account] = known
+        Self.raise(&knowledge[node, default: [:]][carried.account, default: [:]], to: carried.knowledge)
+        if !carried.excused.isEmpty { excused[node, default: [:]][carried.account, default: []].formUnion(carried.excused) }
     }
 
     /// A copy of message `id` that brings nothing (a poll, an up-to-date answer, a copy a

@@ -26,14 +26,19 @@ struct SimulatedDevice {
     /// The union of the default account's contexts this device has held.
     var observed = VersionVector()
 
-    init(index: Int, quota: Quota, policies: MergePolicies) {
+    /// The largest request the store sends the hub (`hubMessageBytes`).
+    let hubRequestBytes: Int
+
+    init(index: Int, quota: Quota, policies: MergePolicies, hubRequestBytes: Int = DeviceSyncMachine.defaultMaximumPushBytes) {
         self.index = index
         id = ReplicaID("d\(index)")!
         self.quota = quota
         self.policies = policies
+        self.hubRequestBytes = hubRequestBytes
         // An empty disk cannot fail to load.
         store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
+        store.maximumHubRequestBytes = hubRequestBytes
     }
 
     /// The clock offset a simulated store or hub tolerates: none that a run's clocks reach.
@@ -54,6 +59,7 @@ struct SimulatedDevice {
     mutating func reopen() throws(ConvergeError) {
         store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
+        store.maximumHubRequestBytes = hubRequestBytes
         breakStore()
     }
 

@@ -18,7 +18,30 @@ extension Simulation {
 
     func send(encoded bytes: [UInt8], of account: AccountID, from: Node, to: Node) {
         guard let id = transmit(bytes, from: from, to: to) else { return }
-        model.sent(message: id, from: from, account: account)
+        model.sent(message: id, from: from, account: account, cap: pageCap(of: bytes, of: account, from: from))
+    }
+
+    /// What a page of the hub protocol (a push or reply cut to fit `hubMessageBytes`)
+    /// claims to carry: its context, when that is below its sender's (a whole change
+    /// carries the sender's context). `nil` for anything else.
+    private func pageCap(of bytes: [UInt8], of account: AccountID, from sender: Node) -> ReferenceModel.Knowledge? {
+        guard options.topology == .hub, options.hubMessageBytes < SyncMessage.maximumEncodedBytes,
+              let message = try? SyncMessage(encoded: bytes) else { return nil }
+        let carried: ReplicatedMap.Delta
+        switch message {
+        case .push(let push): carried = push.delta
+        case .reply(let reply): carried = reply.delta
+        case .gossip, .poll, .upToDate: return nil
+        }
+        let whole: VersionVector
+        switch sender {
+        case .hub: whole = hub.state(of: account).context
+        case .device(let d): whole = devices[d].store.replicatedState.context
+        }
+        guard carried.context != whole else { return nil }
+        var cap: ReferenceModel.Knowledge = [:]
+        for (replica, counter) in carried.context.sortedEntries { cap[replica.rawValue] = counter }
+        return cap
     }
 
     /// Puts `bytes` on the network and schedules each copy's delivery; returns the

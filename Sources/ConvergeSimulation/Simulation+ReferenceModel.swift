@@ -102,16 +102,21 @@ extension Simulation {
         }
         let known = model.knowledge(of: node, in: account)
         let expected = model.expected(in: account, knowing: known)
+        func excused(_ sibling: ReferenceModel.Expected) -> Bool { model.isExcused(sibling.id, at: node, in: account) }
         let keys = Set(expected.keys).union(state.entries.keys).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
         var lost: [String] = [], wrong: [String] = []
         for key in keys {
             let current = expected[key] ?? []
             let held = state.siblings(forKey: key).map(Self.modelSibling)
             let currentLive = current.filter { $0.value != nil }, heldLive = held.filter { $0.value != nil }
-            for write in currentLive where !heldLive.contains(write) {
+            // A write excused by a page (superseded where the page came from, by a write
+            // beyond it) may be missing, or held beside its superseder.
+            for write in currentLive where !heldLive.contains(write) && !excused(write) {
                 lost.append("\(write.id) of \(key) in \(account)")
             }
-            if let extra = heldLive.first(where: { !currentLive.contains($0) }) {
+            let mustLive = currentLive.filter { heldLive.contains($0) || !excused($0) }
+                + heldLive.filter { !currentLive.contains($0) && excused($0) }
+            if let extra = heldLive.first(where: { !currentLive.contains($0) && !excused($0) }) {
                 let why = model.whyNotCurrent(extra.id, key: key, in: account, knowing: known)
                 wrong.append("\(name) holds \(extra.id) of \(key) in \(account): \(why)")
                 continue
@@ -120,13 +125,13 @@ extension Simulation {
             // can bring back a write concurrent with a removal collected meanwhile. Any
             // removal held must be current, and reads follow from what is held.
             let heldRemovals = held.filter { $0.value == nil }
-            if let extra = heldRemovals.first(where: { !current.contains($0) }) {
+            if let extra = heldRemovals.first(where: { !current.contains($0) && !excused($0) }) {
                 let why = model.whyNotCurrent(extra.id, key: key, in: account, knowing: known)
                 wrong.append("\(name) holds the removal \(extra.id) of \(key) in \(account): \(why)")
                 continue
             }
             if let values, lost.isEmpty {
-                let must = ReferenceModel.visibleValue(of: (currentLive + heldRemovals).sorted { $0.id < $1.id }, policy: options.policy)
+                let must = ReferenceModel.visibleValue(of: (mustLive + heldRemovals).sorted { $0.id < $1.id }, policy: options.policy)
                 if values[key] != must {
                     wrong.append("\(name) reads \(key) in \(account) as \(values[key].map { "\($0)".prefix(60) } ?? "absent"); under \(options.policy.rawValue) the model says \(must.map { "\($0)".prefix(60) } ?? "absent")")
                 }

@@ -92,7 +92,8 @@ public final class Simulation {
                                    healedLatencyMs: options.minLatencyMs)
         for index in 0..<options.devices {
             let policy = hooks.readPolicy(ofDevice: index, configured: options.policy)
-            var device = SimulatedDevice(index: index, quota: quota, policies: MergePolicies(default: policy))
+            var device = SimulatedDevice(index: index, quota: quota, policies: MergePolicies(default: policy),
+                                         hubRequestBytes: options.hubMessageBytes)
             device.removesAreNoOps = hooks.removesAreNoOps
             device.accountSwitchDropsOwnOnlyKeys = hooks.accountSwitchDropsOwnOnlyKeys
             device.disk.dropsSavesWhenFull = hooks.diskDropsSavesWhenFull
@@ -111,9 +112,11 @@ public final class Simulation {
                                  policies: MergePolicies(default: options.policy.policy),
                                  retirementIntervalMilliseconds: UInt64(options.retirementMs))
         hub.maximumClockOffsetMilliseconds = SimulatedDevice.clockOffsetTolerance
+        hub.maximumReplyBytes = options.hubMessageBytes
         hub._forgetsCompensatingWrites = hooks.hubForgetsCompensatingWrites
         hub._collectsBeforeStable = hooks.hubCollectsBeforeStable
         hub._revertsKeysEndingIn3 = hooks.hubRevertsKeysEndingIn3
+        hub._pagesClaimWholeContext = hooks.hubPagesClaimWholeContext
         return hub
     }
 

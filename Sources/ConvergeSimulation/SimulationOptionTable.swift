@@ -252,6 +252,8 @@ package enum SimulationOptionTable {
                      "probability a delivered copy of a message or file has one bit flipped (before the heal)"),
         .integer("folderFileBytes", \.folderFileBytes, in: 256...16_777_216, default: 16_777_216,
                  "largest shared-folder file a device writes; larger snapshots are written in parts (folder topology)"),
+        .integer("hubMessageBytes", \.hubMessageBytes, in: 256...16_777_216, default: 16_777_216,
+                 "largest request a device sends the hub and reply the hub makes; larger ones travel in pages (hub topology)"),
     ]
 
     /// The option called `name`, or `nil`.

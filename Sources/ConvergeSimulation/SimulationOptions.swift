@@ -125,6 +125,9 @@ public struct SimulationOptions: Hashable, Sendable {
     /// The largest shared-folder file a device writes; a larger snapshot is written in
     /// parts (folder topology).
     public package(set) var folderFileBytes = 0
+    /// The largest request a device sends the hub and the largest reply the hub makes;
+    /// larger changes and full states travel in pages (hub topology).
+    public package(set) var hubMessageBytes = 0
 
     /// Options with every value at zero or its first case; ``Scenario/resolved(seed:)``
     /// sets every one from the table.

@@ -270,6 +270,23 @@ struct SimulationCheckerTests {
                               alsoAllowed: [.liveness, .referenceModel, .convergence], "reader taking incomplete snapshots")
     }
 
+    static let hubPages = SmallScenarios.make("small-hub-pages") {
+        try $0.set(\.hubMessageBytes, to: 300)
+        try $0.set(\.keys, to: 30)
+        try $0.set(\.removeWeight, to: 15)
+    }
+
+    @Test func changesSentInPagesConverge() {
+        for (seed, violations) in SmallScenarios.violations(Self.hubPages, seeds: 0..<3).enumerated() {
+            #expect(violations.isEmpty, "seed \(seed): \(violations)")
+        }
+    }
+
+    @Test func lostWriteCheckerCatchesAHubWhosePagesClaimItsWholeContext() {
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.hubPages, variant: .pagesClaimWholeContext, seeds: 0..<4), by: [.lostWrite],
+                              alsoAllowed: [.liveness, .referenceModel, .convergence], "hub pages claiming the whole context")
+    }
+
     @Test func aVariantThatCannotFireSaysSo() throws {
         let scenario = try SmallScenarios.make("inert") { try $0.set(\.policy, to: .multiValue) }.resolved(seed: 0)
         #expect(BrokenVariant.oldestWins.inertReason(in: scenario) == "the policy is multi-value, not lww")
