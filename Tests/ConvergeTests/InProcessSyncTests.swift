@@ -1,4 +1,4 @@
-import Converge
+@testable import Converge
 import ConvergeTestSupport
 import Foundation
 import Testing
@@ -168,5 +168,81 @@ struct InProcessSyncTests {
         let reply = try SyncMessage.upToDate(.default).encoded()
         #expect(malformedProblem { try hub.exchange(reply) } == .unexpectedMessage)
         #expect(hub.state() == before)
+    }
+}
+
+/// Account switches racing syncs on other threads, and one account for every spelling.
+@Suite("Accounts under concurrency")
+struct AccountRaceTests {
+    /// The race: `switchAccount` on one thread, `synchronize` on another, each
+    /// hundreds of times. A request is made, and its reply taken, for one account only:
+    /// nothing of A may reach B, at the hub or on the device, and the other way round.
+    @Test func switchingAccountsWhileSyncingOnAnotherThreadMixesNothing() throws {
+        let clock = ManualClock()
+        let hub = InMemoryHub(clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", hub: hub, clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", hub: hub, clock: clock)
+        for (account, prefix) in [(AccountID("A"), "a"), (AccountID("B"), "b")] {
+            try phone.switchAccount(to: account)
+            try tablet.switchAccount(to: account)
+            for index in 0..<40 {
+                try phone.setValue(.string(account.rawValue), forKey: "\(prefix)\(index)")
+                try tablet.setValue(.string(account.rawValue), forKey: "\(prefix)t\(index)")
+            }
+            #expect(tablet.synchronize())
+        }
+        DispatchQueue.concurrentPerform(iterations: 3) { lane in
+            for round in 0..<300 {
+                switch lane {
+                case 0:
+                    try? phone.switchAccount(to: round % 2 == 0 ? "A" : "B")
+                    usleep(150)
+                case 1:
+                    // The exchange takes a while, as over a network: a switch lands between
+                    // the request and its reply.
+                    guard let request = try? phone.hubRequest().bytes else { continue }
+                    usleep(100)
+                    guard let answer = try? hub.exchange(request) else { continue }
+                    usleep(100)
+                    _ = try? phone.receive(answer)
+                default:
+                    try? tablet.switchAccount(to: round % 2 == 0 ? "B" : "A")
+                    _ = tablet.synchronize()
+                }
+            }
+        }
+        for store in [phone, tablet] {
+            for account in [AccountID("A"), AccountID("B")] {
+                try store.switchAccount(to: account)
+                _ = store.synchronize()
+                _ = store.synchronize()
+            }
+        }
+        for account in [AccountID("A"), AccountID("B")] {
+            let foreign = hub.state(of: account).liveKeys.filter { !$0.hasPrefix(account.rawValue.lowercased()) }
+            #expect(foreign.isEmpty, "the hub's \(account) holds \(foreign.count) keys of the other account: \(foreign.prefix(5))")
+            #expect(hub.state(of: account).liveKeys.count == 80)
+            for store in [phone, tablet] {
+                try store.switchAccount(to: account)
+                let values = Set(store.values.values)
+                #expect(values == [.string(account.rawValue)], "\(store.replicaID) in \(account) reads \(values)")
+                #expect(store.values.count == 80)
+            }
+        }
+    }
+
+    @Test func anAccountSpelledComposedOrDecomposedIsOneAccount() throws {
+        let composed = try #require(AccountID("jos\u{E9}@example.com"))
+        let decomposed = try #require(AccountID("jose\u{301}@example.com"))
+        #expect(Array(composed.rawValue.utf8) == Array(decomposed.rawValue.utf8))
+        #expect(composed == decomposed && !(composed < decomposed) && !(decomposed < composed))
+        // A message naming the account decomposed is refused: the wire carries one spelling.
+        var bytes = try SyncMessage.upToDate(composed).encoded()
+        let nfc = Array("jos\u{E9}".utf8), nfd: [UInt8] = Array("jose".utf8) + [0xCC, 0x81]
+        let at = try #require(bytes.firstRange(of: nfc))
+        bytes.replaceSubrange(at, with: nfd)
+        bytes[3] += 1  // the name's length
+        bytes = CRC32C.sealed(Array(bytes.dropLast(4)))
+        #expect(throws: ConvergeError.self) { try SyncMessage(encoded: bytes) }
     }
 }

@@ -342,8 +342,12 @@ public enum SyncMessage: Hashable, Sendable {
 
     private static func readAccount(_ reader: inout BinaryReader) throws(ConvergeError) -> AccountID {
         let at = reader.offset
-        guard let account = AccountID(try reader.readString(limit: AccountID.maximumLengthBytes)) else {
+        let text = try reader.readString(limit: AccountID.maximumLengthBytes)
+        guard let account = AccountID(text) else {
             throw .malformed(.invalidIdentifier, "invalid account ID", at: at)
+        }
+        guard account.rawValue.utf8.elementsEqual(text.utf8) else {
+            throw .malformed(.nonCanonical, "account ID not in Unicode normal form C", at: at)
         }
         return account
     }
