@@ -13,6 +13,8 @@ final class RestartingHub: SyncTransport {
         var mismatches: [String] = []
         var exchanges = 0
         var fullStates = 0
+        /// Full states sent in pages, each for a span of keys.
+        var fullStatePages = 0
         var compensations = 0
     }
     let state: Mutex<State>
@@ -38,13 +40,17 @@ final class RestartingHub: SyncTransport {
         let now = clock.nowMilliseconds()
         return try state.withLock { state in
             var restarted = HubSyncMachine(quota: state.live.quota, retirementIntervalMilliseconds: state.live.retirementIntervalMilliseconds)
+            restarted.maximumReplyBytes = state.live.maximumReplyBytes
             for (stored, bytes) in state.durable { try restarted.restoreState(bytes, of: stored) }
             var made: [HubCompensation] = [], ignored: [HubCompensation] = []
             let answer = try state.live.receive(message, nowMilliseconds: now, compensations: &made)
             let again = try restarted.receive(message, nowMilliseconds: now, compensations: &ignored)
             state.exchanges += 1
             state.compensations += made.count
-            if case .reply(let reply) = answer, reply.kind == .fullState { state.fullStates += 1 }
+            if case .reply(let reply) = answer, reply.kind == .fullState {
+                state.fullStates += 1
+                if reply.keys != .all { state.fullStatePages += 1 }
+            }
             if answer != again {
                 state.mismatches.append("exchange \(state.exchanges): \(String(describing: answer)) but after a restart \(String(describing: again))")
             }
@@ -67,16 +73,19 @@ final class RestartingHub: SyncTransport {
 struct HubSyncMachinePersistenceTests {
     /// Random devices writing, removing, syncing and going silent past retirement, through
     /// a hub that restarts before every exchange; returns the mismatches and what the run exercised.
-    static func run(seed: UInt64, forgetsLastSeen: Bool = false) throws -> RestartingHub.State {
+    static func run(seed: UInt64, forgetsLastSeen: Bool = false, maximumMessageBytes: Int? = nil) throws -> RestartingHub.State {
         var generator = Xoshiro256StarStar(seed: seed)
         let clock = ManualClock(startMilliseconds: 1_000)
         let quota = Quota(maximumKeyCount: 4, maximumTotalValueBytes: 48, maximumValueBytes: 20, maximumKeyBytes: 4)
-        let hub = RestartingHub(machine: HubSyncMachine(quota: quota, retirementIntervalMilliseconds: 40), clock: clock,
-                                forgetsLastSeen: forgetsLastSeen)
+        var machine = HubSyncMachine(quota: quota, retirementIntervalMilliseconds: 40)
+        if let maximumMessageBytes { machine.maximumReplyBytes = maximumMessageBytes }
+        let hub = RestartingHub(machine: machine, clock: clock, forgetsLastSeen: forgetsLastSeen)
         let accounts: [AccountID] = ["A", "B"]
         let stores = (0..<4).map { index in
-            ReplicatedKeyValueStore(replicaID: ReplicaID("d\(index)")!, transport: hub, account: accounts[index % 2],
-                                    quota: .iCloud, clock: clock)
+            let store = ReplicatedKeyValueStore(replicaID: ReplicaID("d\(index)")!, transport: hub, account: accounts[index % 2],
+                                                quota: .iCloud, clock: clock)
+            if let maximumMessageBytes { store.maximumHubRequestBytes = maximumMessageBytes }
+            return store
         }
         for _ in 0..<200 {
             let store = stores[generator.next(below: stores.count)]
@@ -103,6 +112,19 @@ struct HubSyncMachinePersistenceTests {
         }
         // Not vacuous: returning devices, compensating writes and many exchanges happened.
         #expect(exercised.fullStates > 0 && exercised.compensations > 0 && exercised.exchanges > 500)
+    }
+
+    /// The same with messages so small that returning devices get their full state in
+    /// pages: the progress through them (hub account format 3) survives every restart.
+    @Test func aHubRestartedMidwayThroughAFullStateInPagesAnswersExactlyAsTheOneThatNeverStopped() throws {
+        var (pages, exchanges) = (0, 0)
+        for seed in 0..<12 as Range<UInt64> {
+            let result = try Self.run(seed: seed, maximumMessageBytes: 110)
+            #expect(result.mismatches.isEmpty, "seed \(seed): \(result.mismatches.first ?? "")")
+            pages += result.fullStatePages
+            exchanges += result.exchanges
+        }
+        #expect(pages > 0 && exchanges > 500, "\(pages) full-state pages in \(exchanges) exchanges")
     }
 
     @Test func theRoundTripCheckCatchesAnEncodingThatForgetsSomething() throws {
