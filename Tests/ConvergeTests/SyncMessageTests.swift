@@ -13,10 +13,21 @@ struct SyncMessageTests {
             state.write(value ?? 1, forKey: "k\(generator.next(below: 4))", replica: replica,
                         timestamp: HybridTimestamp(wallMilliseconds: UInt64(index), logical: 0))
         }
+        // Pages: a delta cut to a few dozen bytes, with its partial keys, and a full state's
+        // page for a span of keys.
+        let page = state.delta(for: VersionVector(), maximumBytes: generator.next(in: 20...120))
+        let span = state.fullStatePage(after: generator.chance(0.5) ? nil : "k0", within: state.context, maximumBytes: generator.next(in: 20...120))
+        let acknowledged: String? = generator.chance(0.5) ? nil : "k\(generator.next(below: 4))"
         return [
             .push(SyncPush(account: "acct", device: "phone", delta: state.asDelta)),
+            .push(SyncPush(account: "acct", device: "phone", delta: page.delta, acknowledgesFullState: acknowledged != nil || generator.chance(0.5),
+                           acknowledgedThrough: acknowledged, moreToCome: !page.complete, partialKeys: page.partialKeys)),
             .reply(SyncReply(account: "acct", kind: generator.chance(0.5) ? .delta : .fullState, delta: state.asDelta,
                              stableFrontier: state.context, rejectedKeys: generator.chance(0.5) ? ["k1"] : [])),
+            .reply(SyncReply(account: "acct", kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
+                             moreToCome: !page.complete, partialKeys: page.partialKeys)),
+            .reply(SyncReply(account: "acct", kind: .fullState, delta: span.delta, stableFrontier: VersionVector(), rejectedKeys: [],
+                             keys: span.keys)),
             .gossip(SyncGossip(account: "acct", sender: "tablet", delta: state.asDelta, wantsReply: generator.chance(0.5))),
             .poll(SyncPoll(account: "acct", device: "phone", digest: state.context.digest)),
             .upToDate("acct"),
