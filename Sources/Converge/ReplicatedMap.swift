@@ -7,10 +7,10 @@
 ///
 /// - A local write replaces every sibling of the key with one new sibling, because the
 ///   writer has seen them all.
-/// - ``join(_:)`` keeps a sibling of either side if the other side also has it or has not
+/// - ``join(_:keys:)`` keeps a sibling of either side if the other side also has it or has not
 ///   seen its dot; the contexts are joined pointwise.
 /// - ``delta(for:)`` sends every key with a sibling the peer has not seen, with its whole
-///   sibling set, and the whole context; ``apply(_:)`` joins key by key.
+///   sibling set, and the whole context; ``apply(_:partialKeys:)`` joins key by key.
 ///
 /// The map is I/O-free and deterministic. Merge policies are read views over the siblings
 /// (``MergePolicy``); the map itself never discards a concurrent write.
@@ -209,9 +209,11 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///
     /// - Returns: The keys whose sibling sets changed, in UTF-8 byte order.
     /// - Complexity: O(*k* · *s*) in the keys and siblings of the delta.
-    /// - Parameter partialKeys: Keys of a page whose entries leave out siblings beyond the
-    ///   page's context (see ``delta(for:maximumBytes:)``): joined without dropping any
-    ///   sibling of this state, which the left-out ones may or may not supersede.
+    /// - Parameters:
+    ///   - delta: Another replica's changes (``delta(for:)``, or a page of them).
+    ///   - partialKeys: Keys of a page whose entries leave out siblings beyond the page's
+    ///     context (see ``delta(for:maximumBytes:)``): joined without dropping any sibling
+    ///     of this state, which the left-out ones may or may not supersede.
     @discardableResult
     public mutating func apply(_ delta: Delta, partialKeys: Set<String> = []) -> [String] {
         var changed: [String] = []

@@ -3,7 +3,7 @@ import Converge
 import Foundation
 import Synchronization
 
-/// A durable ``Storage`` on the system SQLite library: a WAL journal, one transaction per
+/// A durable `Storage` on the system SQLite library: a WAL journal, one transaction per
 /// save (so a write the store reports as done survives `kill -9` and power loss), a schema
 /// version with migrations from the first version on, and an integrity check at open.
 ///
@@ -50,7 +50,7 @@ public final class SQLiteStorage: Storage {
 
     /// Opens (or creates) the store file at `path`.
     ///
-    /// - Throws: ``ConvergeError/storage(_:)`` naming `path`, with the kind of failure:
+    /// - Throws: `ConvergeError.storage(_:)` naming `path`, with the kind of failure:
     ///   `.cannotOpen`, `.permissionDenied` or `.readOnly` if the file cannot be opened or
     ///   created; `.notADatabase` or `.foreignStore` if it is not a Converge store;
     ///   `.corrupt` if it is damaged or truncated; `.newerSchema` if a newer version of

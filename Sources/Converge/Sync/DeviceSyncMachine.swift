@@ -5,7 +5,7 @@
 /// reordered messages are harmless: deltas are idempotent, and the next push repairs
 /// what a lost one missed.
 ///
-/// Inputs: the device's state, from which ``request(from:)`` makes the next request; the
+/// Inputs: the device's state, from which ``request(from:maximumPushBytes:)`` makes the next request; the
 /// hub's answers, which ``receive(_:)`` turns into ``SyncAction``s that the store carries
 /// out; account switches.
 public struct DeviceSyncMachine: Hashable, Sendable {

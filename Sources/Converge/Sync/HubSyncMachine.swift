@@ -112,7 +112,7 @@ public struct HubSyncMachine: Sendable {
     ///
     /// What a push claims to have seen needs no check: the hub believes a device's context
     /// for other replicas only up to what it has sent that device (see
-    /// ``receive(_:nowMilliseconds:compensations:)``).
+    /// ``receive(_:nowMilliseconds:compensations:)->SyncReply``).
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` naming what is refused.
     public func check(_ push: SyncPush, nowMilliseconds: UInt64) throws(ConvergeError) {

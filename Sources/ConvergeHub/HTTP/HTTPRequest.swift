@@ -68,9 +68,12 @@ public struct HTTPRequestHead: Hashable, Sendable {
 
 /// A whole request: its head and its body.
 public struct HTTPRequest: Hashable, Sendable {
+    /// The request line and header fields.
     public var head: HTTPRequestHead
+    /// The body: the `Content-Length` bytes that followed the head (empty if none).
     public var body: [UInt8]
 
+    /// Creates a request from its head and body.
     public init(head: HTTPRequestHead, body: [UInt8]) {
         self.head = head
         self.body = body

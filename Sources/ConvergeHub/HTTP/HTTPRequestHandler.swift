@@ -12,13 +12,17 @@ public protocol HTTPRequestHandler: Sendable {
 
 /// One finished request, as the server reports it to its observer (for logs and metrics).
 public struct HTTPRequestRecord: Sendable {
+    /// The request's method, or "-" if the request could not be parsed.
     public var method: String
+    /// The request's path, without its query, or "-" if it could not be parsed.
     public var path: String
+    /// The status code of the response.
     public var status: Int
     /// Bytes of the request: head and body.
     public var bytesReceived: Int
     /// Bytes of the response: head and body.
     public var bytesSent: Int
+    /// The time from the first byte of the request to the last byte of the response.
     public var durationSeconds: Double
     /// The client's address.
     public var remote: String

@@ -1,8 +1,10 @@
 /// A response the server sends: a status, header fields, a body, and what to log.
 public struct HTTPResponse: Sendable {
+    /// The status sent.
     public var status: HTTPStatus
     /// Fields besides `Content-Length`, `Date` and `Connection`, which the server writes.
     public var headers: [(name: String, value: String)]
+    /// The body, sent with a `Content-Length`.
     public var body: [UInt8]
     /// Close the connection after this response (the server also closes after errors,
     /// for HTTP/1.0 clients and when shutting down).
@@ -12,6 +14,8 @@ public struct HTTPResponse: Sendable {
     /// Why the request was refused, for the rejected-requests metric; `nil` if it was not.
     public var rejection: String?
 
+    /// Creates a response; `closesConnection` ends the connection after it, `logFields`
+    /// and `rejection` go to the request log and metrics.
     public init(status: HTTPStatus, headers: [(name: String, value: String)] = [], body: [UInt8] = [],
                 closesConnection: Bool = false, logFields: [(key: String, value: String)] = [], rejection: String? = nil) {
         self.status = status

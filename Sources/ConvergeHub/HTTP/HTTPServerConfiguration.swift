@@ -20,6 +20,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// The stack of each connection's thread (decoding nested values recurses).
     public var threadStackBytes: Int
 
+    /// A configuration; every limit and timeout has a default fit for a hub.
     public init(address: ListenAddress, maximumConnections: Int = 512, idleTimeoutMilliseconds: Int = 60_000,
                 headTimeoutMilliseconds: Int = 10_000, bodyTimeoutMilliseconds: Int = 30_000,
                 minimumBodyBytesPerSecond: Int = 64 * 1024, writeTimeoutMilliseconds: Int = 30_000,

@@ -11,6 +11,7 @@ public struct SocketError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The system's error number.
     public var code: Int32
 
+    /// An error of `operation` ("bind 127.0.0.1:8080") with the system's error number.
     public init(_ operation: String, code: Int32 = errno) {
         self.operation = operation
         self.code = code
@@ -21,9 +22,12 @@ public struct SocketError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// An address to listen on, parsed from `HOST:PORT` (`[::1]:8080` for IPv6).
 public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
+    /// A host name or an IP address (without brackets for IPv6).
     public var host: String
+    /// The TCP port; 0 asks the system for a free one.
     public var port: UInt16
 
+    /// An address to listen on.
     public init(host: String, port: UInt16) {
         self.host = host
         self.port = port

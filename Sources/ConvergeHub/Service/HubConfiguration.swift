@@ -17,6 +17,7 @@ public struct HubConfiguration: Sendable {
     /// device look silent for longer.
     public var flushIntervalMilliseconds: UInt64
 
+    /// A configuration: the defaults are iCloud's quota and a 30-day retirement interval.
     public init(hubID: ReplicaID = "hub", quota: Quota = .iCloud, retirementIntervalMilliseconds: UInt64 = 30 * 24 * 3_600 * 1_000,
                 maintenanceIntervalMilliseconds: UInt64 = 60_000, flushIntervalMilliseconds: UInt64 = 1_000) {
         self.hubID = hubID

@@ -40,6 +40,7 @@ public final class HubMetrics: HTTPServerObserver {
 
     let counters = ParkingLock(Counters())
 
+    /// Metrics with every counter at zero.
     public init() {}
 
     func recordSync(kind: HubService.RequestKind, receivedBytes: Int, sentBytes: Int, seconds: Double) {

@@ -1,6 +1,6 @@
 import Converge
 
-/// The hub service: authenticates devices by bearer token, drives one ``HubSyncMachine``
+/// The hub service: authenticates devices by bearer token, drives one `HubSyncMachine`
 /// per account, and answers only after the account's new state is committed to its
 /// ``HubStateStore``.
 ///
@@ -9,6 +9,7 @@ import Converge
 /// serialized by that account's lock; accounts run in parallel (their commits share the
 /// store's single writer).
 public final class HubService: HTTPRequestHandler {
+    /// The hub's quota, retirement and maintenance settings.
     public let configuration: HubConfiguration
     let store: any HubStateStore
     let clock: any PhysicalClock

@@ -32,9 +32,10 @@ public protocol HubStateStore: Sendable {
 public struct HubStoredAccount: Hashable, Sendable {
     /// Increases by one with every write of the account.
     public var revision: UInt64
-    /// The encoded state (``HubSyncMachine``'s account encoding).
+    /// The encoded state (`HubSyncMachine`'s account encoding).
     public var state: [UInt8]
 
+    /// A stored account: its state's encoding at `revision`.
     public init(revision: UInt64, state: [UInt8]) {
         self.revision = revision
         self.state = state

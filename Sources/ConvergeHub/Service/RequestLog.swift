@@ -102,8 +102,10 @@ public final class RequestLog: HTTPServerObserver {
 
 /// Passes what the server does to several observers (the metrics and the log).
 public struct HTTPServerObservers: HTTPServerObserver {
+    /// The observers told of every event, in order.
     public let observers: [any HTTPServerObserver]
 
+    /// Forwards every event to each of `observers`.
     public init(_ observers: [any HTTPServerObserver]) {
         self.observers = observers
     }

@@ -8,7 +8,7 @@ import Foundation
 /// read, and the tokens' hashes.
 ///
 /// One connection writes (SQLite has one writer at a time anyway), committing the writes of
-/// concurrent exchanges together (``GroupCommit``); another reads tokens, so authenticating
+/// concurrent exchanges together (`GroupCommit`); another reads tokens, so authenticating
 /// never waits behind a commit. `converge-hub token create` may add tokens
 /// while a hub serves the same folder.
 public final class SQLiteHubStateStore: HubStateStore {
