@@ -21,6 +21,8 @@ import Synchronization
 public final class SQLiteStorage: Storage {
     /// The file's path.
     public let path: String
+    /// Whether the file was opened only to read (see ``init(path:readOnly:)``).
+    public let isReadOnly: Bool
     private let connection: Mutex<SQLiteConnection>
 
     /// Marks a database as a Converge store (`PRAGMA application_id`): "Cvg1".
@@ -55,9 +57,21 @@ public final class SQLiteStorage: Storage {
     ///   created; `.notADatabase` or `.foreignStore` if it is not a Converge store;
     ///   `.corrupt` if it is damaged or truncated; `.newerSchema` if a newer version of
     ///   Converge wrote it; `.locked` if another process holds it. Nothing is changed then.
-    public init(path: String) throws(ConvergeError) {
+    ///
+    /// - Parameter readOnly: Opens an existing file only to read it, as a file or folder
+    ///   this process may not write: nothing is created, migrated or changed, and every
+    ///   save throws `.readOnly`. A file of an older schema must be opened writable once.
+    public init(path: String, readOnly: Bool = false) throws(ConvergeError) {
         self.path = path
+        self.isReadOnly = readOnly
         try Self.checkHeader(path)
+        if readOnly {
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw .storage(.cannotOpen, path: path, operation: .open, detail: "no such file (a read-only open creates nothing)")
+            }
+            connection = Mutex(try Self.openForReading(path))
+            return
+        }
         // What the main file holds on its own, before SQLite reads the -wal beside it.
         let mainFileMark = Self.mainFileMark(path)
         let connection = try SQLiteConnection(path: path)
@@ -206,6 +220,51 @@ public final class SQLiteStorage: Storage {
         }
     }
 
+    /// A read-only connection to an existing store, checked as a writable open checks it.
+    /// SQLite reads a file in WAL mode through its `-shm` file, which a reader that may not
+    /// write the folder cannot create; with no `-wal` content beside the file there is
+    /// nothing that file would coordinate, so the main file is then read as it is on disk.
+    private static func openForReading(_ path: String) throws(ConvergeError) -> SQLiteConnection {
+        func identify(_ connection: SQLiteConnection) throws(ConvergeError) {
+            let (applicationID, version) = try connection.transaction(writing: false) { () throws(ConvergeError) -> (Int64, Int64) in
+                (try connection.execute("PRAGMA application_id", doing: .read).first?.first?.integer ?? 0,
+                 try connection.execute("PRAGMA user_version", doing: .read).first?.first?.integer ?? 0)
+            }
+            guard applicationID == Self.applicationID else { throw .storage(.foreignStore, path: path, operation: .open) }
+            guard version <= Self.schemaVersion else {
+                throw .storage(.newerSchema, path: path, operation: .open, detail: "schema \(version), this one reads up to \(Self.schemaVersion)")
+            }
+            guard version == Self.schemaVersion else {
+                throw .storage(.readOnly, path: path, operation: .open,
+                               detail: "schema \(version) must be migrated to \(Self.schemaVersion): open it writable once")
+            }
+            let check = try connection.execute("PRAGMA quick_check", doing: .check).first?.first?.text ?? "?"
+            guard check == "ok" else { throw .storage(.corrupt, path: path, operation: .open, detail: check) }
+        }
+        let mainFileMark = Self.mainFileMark(path)
+        do {
+            let connection = try SQLiteConnection(path: path, readOnly: true)
+            try identify(connection)
+            if let mainFileMark {
+                try Self.check(journalMark: (try? Self.mark(of: connection)) ?? nil, against: mainFileMark, path: path)
+            }
+            return connection
+        } catch let error {
+            let walBytes = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+            guard walBytes == 0, case .storage(let failure) = error, [.readOnly, .cannotOpen, .permissionDenied].contains(failure.kind) else {
+                throw error
+            }
+            let connection = try SQLiteConnection(path: path, ignoringJournal: true)
+            try identify(connection)
+            return connection
+        }
+    }
+
+    /// The error every save of a read-only storage throws.
+    private var readOnlyError: ConvergeError {
+        .storage(.readOnly, path: path, operation: .write, detail: "the store was opened read-only")
+    }
+
     // MARK: Storage
 
     public func load() throws(ConvergeError) -> StoredState? {
@@ -229,7 +288,13 @@ public final class SQLiteStorage: Storage {
     }
 
     public func write(since seen: UInt64?, _ body: (StorageCatchUp) throws(ConvergeError) -> StorageUpdate?) throws(ConvergeError) -> UInt64 {
-        try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> UInt64 in
+        if isReadOnly {
+            // A write that turns out to change nothing succeeds; any other is refused.
+            let caughtUp = try catchUp(since: seen)
+            guard try body(caughtUp) == nil else { throw readOnlyError }
+            return caughtUp.sequence
+        }
+        return try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) -> UInt64 in
             try db.transaction { () throws(ConvergeError) -> UInt64 in
                 let caughtUp = try catchUp(since: seen, in: db)
                 guard let update = try body(caughtUp) else { return caughtUp.sequence }
@@ -242,6 +307,7 @@ public final class SQLiteStorage: Storage {
 
     /// Records `update` as one write transaction of its own.
     private func commit(_ update: StorageUpdate) throws(ConvergeError) {
+        guard !isReadOnly else { throw readOnlyError }
         try connection.withLock { (db: inout SQLiteConnection) throws(ConvergeError) in
             try db.transaction { () throws(ConvergeError) in
                 try record(update, sequence: try sequenceNumbers(in: db).sequence + 1, in: db)

@@ -77,7 +77,30 @@ func parseOptions(_ arguments: [String]) throws(ToolError) -> Options {
 ///
 /// - Parameter creating: Whether a store that does not exist yet is created (by a write or
 ///   a sync); reading one that does not exist is an error, so a typo creates nothing.
-func openStore(_ options: Options, creating: Bool = true) throws(ToolError) -> ReplicatedKeyValueStore {
+/// Opens an existing store only to read it: nothing is recorded, switched or created.
+func openForReading(_ path: String, options: Options, requestedID: ReplicaID) throws(ToolError) -> ReplicatedKeyValueStore {
+    do {
+        let storage = try SQLiteStorage(path: path, readOnly: true)
+        let recorded = try storage.load()?.metadata["replica-id"].flatMap { ReplicaID(String(decoding: $0, as: UTF8.self)) }
+        if let asked = options.replica, let recorded, asked != recorded.rawValue {
+            throw ToolError.usage("this store is replica \(recorded); it cannot become \(asked)")
+        }
+        let store = try ReplicatedKeyValueStore(replicaID: recorded ?? requestedID, storage: storage)
+        guard store.account == options.account else {
+            throw ToolError.failed("this store is on account \(store.account), not \(options.account): switching account writes the store")
+        }
+        return store
+    } catch let error as ToolError {
+        throw error
+    } catch {
+        throw .failed("\(error)")
+    }
+}
+
+/// Opens the store at `--store`: creating it if `creating` (a write or a sync); only to
+/// read it if `readOnly` (a read: it then works on a file or folder this process may not
+/// write, and changes nothing).
+func openStore(_ options: Options, creating: Bool = true, readOnly: Bool = false) throws(ToolError) -> ReplicatedKeyValueStore {
     guard var path = options.store else { throw .usage("--store PATH is required") }
     // Checked before anything is created: bad input changes nothing.
     let requested = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
@@ -100,6 +123,7 @@ func openStore(_ options: Options, creating: Bool = true) throws(ToolError) -> R
         }
         path += "converge.sqlite"
     }
+    if readOnly { return try openForReading(path, options: options, requestedID: requestedID) }
     do {
         let storage = try SQLiteStorage(path: path)
         // Record the replica ID inside one write transaction, so that processes opening a
@@ -172,7 +196,7 @@ func run(_ options: Options) throws(ToolError) {
         do { try store.setValue(value, forKey: rest[0]) } catch { throw .failed("\(error)") }
     case "read":
         guard arguments.count <= 1 else { throw .usage("read takes at most one KEY") }
-        let store = try openStore(options, creating: false)
+        let store = try openStore(options, creating: false, readOnly: true)
         if let key = arguments.first {
             guard let value = store.value(forKey: key) else { throw .failed("no value for key \"\(key)\"") }
             try say(ValueJSON.text(ValueJSON.object(value)))
@@ -197,7 +221,7 @@ func run(_ options: Options) throws(ToolError) {
         if let notWritten = report.notWritten { throw .failed("this replica's changes could not be written: \(notWritten)") }
     case "conflicts":
         guard arguments.count <= 1 else { throw .usage("conflicts takes at most one KEY") }
-        let store = try openStore(options, creating: false)
+        let store = try openStore(options, creating: false, readOnly: true)
         let keys = arguments.first.map { [$0] } ?? store.conflictedKeys
         var result: [String: Any] = [:]
         for key in keys {

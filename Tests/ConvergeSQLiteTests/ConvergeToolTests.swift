@@ -17,6 +17,39 @@ enum ConvergeTool {
 
 @Suite("The converge tool, end to end", .serialized)
 struct ConvergeToolTests {
+    /// The case: a store in a folder this user may not write could not even be
+    /// read. `read` and `conflicts` now open it read-only; a write fails clearly; the file
+    /// is unchanged and nothing is created beside it. Run as `nobody` when the tests run as
+    /// root (root ignores permissions).
+    @Test func aStoreThisUserMayNotWriteCanBeRead() throws {
+        let folder = temporaryFolder()
+        try ConvergeTool.run(["--store", "s/", "--replica", "laptop", "write", "k", "v"], in: folder)
+        let store = folder.appendingPathComponent("s")
+        let file = store.appendingPathComponent("converge.sqlite")
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: file.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: store.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: store.path) }
+        let before = try Data(contentsOf: file)
+        var run: ([String]) throws -> ChildProcess.Outcome = { try ConvergeTool.run($0, in: folder) }
+        if getuid() == 0 {
+            guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") else { return }
+            // A copy of the tool that `nobody` may run, in a folder it may enter.
+            let tool = folder.appendingPathComponent("converge")
+            try FileManager.default.copyItem(at: ConvergeTool.binary, to: tool)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: tool.path)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+            run = { try ChildProcess.run(URL(fileURLWithPath: "/usr/sbin/runuser"), ["-u", "nobody", "--", tool.path] + $0, in: folder) }
+        }
+        let read = try run(["--store", store.path, "read"])
+        #expect(read.status == 0 && read.output == "{\"k\":\"v\"}\n", "\(read.errors)")
+        #expect(try run(["--store", store.path, "read", "k"]).output == "\"v\"\n")
+        #expect(try run(["--store", store.path, "conflicts"]).status == 0)
+        let write = try run(["--store", store.path, "write", "k", "w"])
+        #expect(write.status == 1 && write.errors.contains("read-only"), "\(write.errors)")
+        #expect(try Data(contentsOf: file) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: store.path) == ["converge.sqlite"])
+    }
+
     @Test func writeOnOneStoreSyncBothReadOnTheOther() throws {
         let folder = temporaryFolder()
         #expect(try ConvergeTool.run(["--store", "a/", "--replica", "alice", "write", "greeting", "hello"], in: folder).status == 0)

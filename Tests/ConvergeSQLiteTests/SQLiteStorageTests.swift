@@ -146,6 +146,42 @@ struct SQLiteStorageTests {
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    @Test func aStoreOpenedReadOnlyReadsAndRefusesEverySaveAndCreatesNothing() throws {
+        let folder = temporaryFolder()
+        let path = folder.appendingPathComponent("store.sqlite").path
+        // Nothing there: a read-only open creates nothing.
+        #expect(storageFailure { try SQLiteStorage(path: path, readOnly: true) }?.kind == .cannotOpen)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        do {
+            let writer = try ReplicatedKeyValueStore(replicaID: "laptop", storage: try SQLiteStorage(path: path))
+            try writer.setValue(.string("v"), forKey: "k")
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let storage = try SQLiteStorage(path: path, readOnly: true)
+        #expect(storage.isReadOnly)
+        let reader = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storage)
+        #expect(reader.string(forKey: "k") == "v")
+        let refused = #expect(throws: ConvergeError.self) { try reader.setValue(.string("w"), forKey: "k") }
+        if case .storage(let failure)? = refused { #expect(failure.kind == .readOnly && failure.path == path) }
+        #expect(reader.string(forKey: "k") == "v")
+        #expect(storageFailure { try storage.replaceAll(with: StoredState()) }?.kind == .readOnly)
+        // A write that changes nothing needs no write access.
+        #expect(try storage.write(since: nil) { _ in nil } > 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test func aReadOnlyOpenOfAnotherDatabaseChangesNothing() throws {
+        let path = temporaryFolder().appendingPathComponent("other.sqlite").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('create table t (x)'); c.commit()", path]
+        try process.run()
+        process.waitUntilExit()
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(storageFailure { try SQLiteStorage(path: path, readOnly: true) }?.kind == .foreignStore)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
     @Test func aNewerSchemaIsRefused() throws {
         let path = temporaryFolder().appendingPathComponent("store.sqlite").path
         _ = try SQLiteStorage(path: path)
