@@ -58,9 +58,11 @@ public final class SQLiteStorage: Storage {
     ///   `.corrupt` if it is damaged or truncated; `.newerSchema` if a newer version of
     ///   Converge wrote it; `.locked` if another process holds it. Nothing is changed then.
     ///
-    /// - Parameter readOnly: Opens an existing file only to read it, as a file or folder
-    ///   this process may not write: nothing is created, migrated or changed, and every
-    ///   save throws `.readOnly`. A file of an older schema must be opened writable once.
+    /// - Parameters:
+    ///   - path: The store's file; created (with its folder's permission) unless `readOnly`.
+    ///   - readOnly: Opens an existing file only to read it, as a file or folder this
+    ///     process may not write: nothing is created, migrated or changed, and every save
+    ///     throws `.readOnly`. A file of an older schema must be opened writable once.
     public init(path: String, readOnly: Bool = false) throws(ConvergeError) {
         self.path = path
         self.isReadOnly = readOnly
