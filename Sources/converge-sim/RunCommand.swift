@@ -31,12 +31,16 @@ enum RunCommand: Subcommand {
         do { _ = try scenario.resolved(seed: arguments.seeds[0]) } catch { throw UsageError(error.message) }
         let started = ContinuousClock.now
         let variant = arguments.variant, check = arguments.checkDeterminism
+        let progress = ProgressLine(total: arguments.seeds.count)
         let results = SimulationRunner.sweep(seeds: arguments.seeds, jobs: arguments.jobs) { seed in
             // The scenario was validated above; resolving cannot fail for another seed.
             var input = try! SimulationInput(scenario: scenario, seed: seed, variant: variant)
             if variant == .nondeterministic { input.ambientJitter = { Int.random(in: 0...3) } }
-            return (input, SimulationRunner.run(input, checkDeterminism: check))
+            let result = SimulationRunner.run(input, checkDeterminism: check)
+            progress.advance(passed: result.passed)
+            return (input, result)
         }
+        progress.finish()
         let elapsed = ContinuousClock.now - started
         for (input, result) in results {
             let reproduce = arguments.reproduceCommand(seed: result.seed)

@@ -27,6 +27,20 @@ struct CommandLineTests {
         #expect(failing.output.contains("FAIL") && !failing.output.contains(": PASS"))
     }
 
+    /// On a terminal a sweep of seeds shows one progress line, rewritten in place and erased
+    /// at the end; in a log or a pipe (and on standard output) there is none.
+    @Test func aProgressLineOnATerminalOnly() throws {
+        let arguments = ["run", "--seeds", "0..<4", "--devices", "3", "--operations", "100", "--quiet"]
+        let piped = try ConvergeSim.run(arguments)
+        #expect(!piped.errors.contains("runs done") && !piped.output.contains("\r"))
+        // `script` gives the run a pseudo-terminal (util-linux; skipped where it is missing).
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { return }
+        let command = ([ConvergeSim.binary.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let terminal = try ChildProcess.run(URL(fileURLWithPath: "/usr/bin/script"), ["-qfc", command, "/dev/null"], in: ConvergeSim.packageRoot)
+        #expect(terminal.status == 0)
+        #expect(terminal.output.contains("\r4 of 4 runs done\u{1B}[K") && terminal.output.contains("4 runs of scenario"), "\(terminal.output)")
+    }
+
     @Test func theSameSeedInTwoProcessesGivesByteIdenticalJSONAndTraces() throws {
         let (traceA, traceB) = (ConvergeSim.temporaryFile("a.jsonl"), ConvergeSim.temporaryFile("b.jsonl"))
         let common = ["run", "--seed", "11", "--devices", "3", "--operations", "300", "--json"]
