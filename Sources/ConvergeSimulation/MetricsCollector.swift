@@ -8,7 +8,7 @@ struct MetricsCollector {
     var messagesSent = 0, bytesSent = 0, messagesLost = 0, messagesDuplicated = 0
     var messagesDroppedByFaults = 0, messagesDroppedByFullQueues = 0
     var propagationLatencies: [Int] = []
-    var conflictsResolvedByWrites = 0, lostUpdates = 0, lostUpdatesLaterInTrueTime = 0
+    var conflictsResolvedByWrites = 0, lostUpdates = 0, lostUpdatesLaterInTrueTime = 0, valueRemoveConflicts = 0
     var quotaCompensations = 0, quotaViolationNotices = 0, fullStateReplies = 0, upToDateAnswers = 0
     var partitions = 0, oneWayPartitions = 0, offlinePeriods = 0, longAbsences = 0, hubOutages = 0, hubCrashes = 0, clockJumps = 0, diskFullPeriods = 0, refusedOnFullDisk = 0
     var damagedCopies = 0, damagedMessagesRefused = 0, damagedFilesSkipped = 0
@@ -21,6 +21,7 @@ struct MetricsCollector {
     /// shown was lost to clock skew.
     mutating func recordResolution(superseded: [Sibling], shown: Value?, ledger: WriteLedger, account: AccountID) {
         let live = superseded.filter { !$0.isTombstone }
+        if !live.isEmpty && live.count < superseded.count { valueRemoveConflicts += 1 }
         guard live.count > 1 else { return }
         conflictsResolvedByWrites += 1
         let shownValues: [Value]
@@ -50,6 +51,7 @@ struct MetricsCollector {
         metrics.policy.conflictsResolvedByWrites = conflictsResolvedByWrites
         metrics.policy.lostUpdates = lostUpdates
         metrics.policy.lostUpdatesLaterInTrueTime = lostUpdatesLaterInTrueTime
+        metrics.policy.valueRemoveConflicts = valueRemoveConflicts
         // Siblings and metadata, over the final states of every device.
         var keys = 0, siblings = 0, maxSiblings = 0, stateBytes = 0, payloadBytes = 0, tombstones = 0
         for device in simulation.devices {

@@ -152,6 +152,26 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         /// Of ``lostUpdates``, those written later (in true time) than every sibling shown:
         /// the mark of clock skew under last-writer-wins.
         public var lostUpdatesLaterInTrueTime = 0
+        /// Local writes that replaced a live value and a concurrent removal of the same key:
+        /// where add-wins and remove-wins differ (one showed the value, the other nothing).
+        public var valueRemoveConflicts = 0
+
+        /// Creates the counts of `name`, all zero.
+        public init(name: String) { self.name = name }
+
+        private enum CodingKeys: String, CodingKey {
+            case name, conflictsResolvedByWrites, lostUpdates, lostUpdatesLaterInTrueTime, valueRemoveConflicts
+        }
+
+        /// Decodes the counts; ``valueRemoveConflicts`` is 0 in results written before it was counted.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            name = try container.decode(String.self, forKey: .name)
+            conflictsResolvedByWrites = try container.decode(Int.self, forKey: .conflictsResolvedByWrites)
+            lostUpdates = try container.decode(Int.self, forKey: .lostUpdates)
+            lostUpdatesLaterInTrueTime = try container.decode(Int.self, forKey: .lostUpdatesLaterInTrueTime)
+            valueRemoveConflicts = try container.decodeIfPresent(Int.self, forKey: .valueRemoveConflicts) ?? 0
+        }
     }
 
     /// The replicas' final states, over every device.

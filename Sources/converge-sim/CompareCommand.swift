@@ -20,15 +20,24 @@ enum CompareCommand: Subcommand {
         }
     }
 
-    static var ownFlags: [Flag<RunArguments>] { [policiesFlag] + RunArguments.runFlags.filter { $0.name != "--trace" } }
+    static let csvFlag = Flag<RunArguments>(
+        name: "--csv", value: nil, help: "one CSV row per policy and seed, with a header (for plotting)"
+    ) { arguments, _ throws(UsageError) in arguments.csv = true }
+
+    static var ownFlags: [Flag<RunArguments>] { [policiesFlag, csvFlag] + RunArguments.runFlags.filter { $0.name != "--trace" } }
     static var flags: [Flag<RunArguments>] { ownFlags + RunArguments.overrideFlags(excluding: ["policy"]) }
 
     static var help: String {
         """
         \(synopsis)
 
-        Runs the same seeds (the same histories) under each policy and prints a table of their
-        metrics: lost updates, conflicts, convergence, traffic, metadata.
+        Runs the same seeds (the same histories) under each policy and prints, per policy, the
+        mean of each metric over the seeds with its 95% confidence interval, then each policy's
+        difference from the first one, paired on the same seeds. "hidden updates" are live
+        concurrent values a policy did not show before a write replaced them (nothing is lost:
+        every write is kept until then, and conflicts are reported); "value-remove conflicts"
+        are writes that replaced a value and a concurrent removal (add-wins and remove-wins
+        differ there). --csv prints one row per policy and seed instead.
         """ + "\n\n" + (Flag.helpLines(ownFlags) + ["", "Options of the scenario, overridden:"] + RunArguments.overrideHelp(excluding: ["policy"]))
             .joined(separator: "\n")
     }
@@ -62,6 +71,10 @@ enum CompareCommand: Subcommand {
             rows.append((policy, results))
         }
         guard !arguments.json else { return anyFailed ? 1 : 0 }
+        if arguments.csv {
+            printCSV(rows)
+            return anyFailed ? 1 : 0
+        }
         printTable(rows, scenario: base.name, seeds: arguments.seeds)
         for (policy, results) in rows {
             for result in results where !result.passed {
@@ -72,32 +85,53 @@ enum CompareCommand: Subcommand {
         return anyFailed ? 1 : 0
     }
 
+    /// The means with their confidence intervals, then the paired differences from the
+    /// first policy.
     static func printTable(_ rows: [(policy: PolicyName, results: [SimulationResult])], scenario: String, seeds: [UInt64]) {
-        func total(_ results: [SimulationResult], _ value: (SimulationMetrics) -> Int) -> String {
-            Report.grouped(results.reduce(0) { $0 + value($1.metrics) })
-        }
-        func median(_ results: [SimulationResult], _ value: (SimulationMetrics) -> Double?) -> String {
-            let sorted = results.compactMap { value($0.metrics) }.sorted()
-            return sorted.isEmpty ? "-" : Report.decimal(sorted[sorted.count / 2])
-        }
-        printLine("policies compared on scenario \"\(scenario)\", seeds \(seeds.first!)..<\(seeds.last! + 1) (the same histories for every policy)")
-        let header = ["policy", "runs", "passed", "conflicts", "lost updates", "hid the later write", "p50 propagation ms", "liveness ms",
-                      "messages", "bytes", "metadata B/key"]
-        var table = [header]
+        printLine("policies compared on scenario \"\(scenario)\", seeds \(seeds.first!)..<\(seeds.last! + 1) "
+                  + "(the same histories for every policy): mean per run ± 95% confidence interval")
+        let metrics = PolicyMetric.all
+        var table = [["policy", "passed"] + metrics.map(\.name)]
         for (policy, results) in rows {
-            table.append([
-                policy.rawValue, String(results.count), String(results.filter(\.passed).count),
-                total(results) { $0.policy.conflictsResolvedByWrites },
-                total(results) { $0.policy.lostUpdates },
-                total(results) { $0.policy.lostUpdatesLaterInTrueTime },
-                median(results) { $0.convergence.propagationMs.p50.map(Double.init) },
-                median(results) { $0.convergence.livenessMs.map(Double.init) },
-                total(results) { $0.network.messages },
-                total(results) { $0.network.bytes },
-                median(results) { $0.state.metadataBytesPerKey },
-            ])
+            table.append([policy.rawValue, "\(results.filter(\.passed).count)/\(results.count)"]
+                         + metrics.map { metric in MeanInterval(results.compactMap { metric.value($0.metrics) })?.text ?? "-" })
         }
-        let widths = header.indices.map { column in table.map { $0[column].count }.max()! }
+        printAligned(table)
+        guard rows.count > 1 else { return }
+        let baseline = rows[0]
+        printLine("")
+        printLine("difference from \(baseline.policy.rawValue), paired on each seed: mean ± 95% confidence interval")
+        var differences = [["policy"] + metrics.map(\.name)]
+        for (policy, results) in rows.dropFirst() {
+            differences.append([policy.rawValue] + metrics.map { metric in
+                MeanInterval(pairedDifferences: bySeed(baseline.results, metric), bySeed(results, metric))?.text ?? "-"
+            })
+        }
+        printAligned(differences)
+    }
+
+    /// One row per policy and seed, every metric a column (empty where it does not apply).
+    static func printCSV(_ rows: [(policy: PolicyName, results: [SimulationResult])]) {
+        let metrics = PolicyMetric.all
+        printLine((["policy", "seed", "passed"] + metrics.map(\.csvName)).joined(separator: ","))
+        for (policy, results) in rows {
+            for result in results {
+                let cells = metrics.map { metric in
+                    metric.value(result.metrics).map { $0 == $0.rounded() && abs($0) < 1e15 ? String(Int64($0)) : String($0) } ?? ""
+                }
+                printLine(([policy.rawValue, String(result.seed), result.passed ? "1" : "0"] + cells).joined(separator: ","))
+            }
+        }
+    }
+
+    static func bySeed(_ results: [SimulationResult], _ metric: PolicyMetric) -> [UInt64: Double] {
+        var values: [UInt64: Double] = [:]
+        for result in results { values[result.seed] = metric.value(result.metrics) }
+        return values
+    }
+
+    static func printAligned(_ table: [[String]]) {
+        let widths = table[0].indices.map { column in table.map { $0[column].count }.max()! }
         for row in table {
             printLine(row.enumerated().map { column, cell in
                 column == 0 ? cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)

@@ -17,6 +17,8 @@ struct RunArguments {
     var variant: BrokenVariant?
     var checkDeterminism = true
     var policies: [PolicyName] = []
+    /// `compare --csv`: one row per policy and seed.
+    var csv = false
 
     /// Whether one seed is run (its report prints every option).
     var singleSeed: Bool { sawSeed }

@@ -137,5 +137,29 @@ struct CommandLineTests {
                                            "--operations", "300"])
         #expect(outcome.status == 0, "\(outcome.errors)")
         #expect(outcome.output.contains("lww") && outcome.output.contains("multi-value"))
+        #expect(outcome.output.contains("± 95% confidence interval") && outcome.output.contains("difference from lww, paired on each seed"))
+    }
+
+    /// `compare --csv`: a header and one row per policy and seed, whose figures are the runs'
+    /// own (read back from `--json` of the same seeds), for plotting elsewhere.
+    @Test func compareWritesOneCSVRowPerPolicyAndSeed() throws {
+        let arguments = ["compare", "Simulations/clock-skew.json", "--policies", "lww,multi-value", "--seeds", "0..<3", "--operations", "300"]
+        let csv = try ConvergeSim.run(arguments + ["--csv"])
+        #expect(csv.status == 0, "\(csv.errors)")
+        let lines = csv.output.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        #expect(lines.count == 1 + 2 * 3)
+        #expect(lines[0].prefix(5) == ["policy", "seed", "passed", "conflicts", "hidden_updates"])
+        #expect(lines.allSatisfy { $0.count == lines[0].count })
+        let json = try ConvergeSim.run(arguments + ["--json"])
+        let runs = json.output.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(runs.count == 6)
+        for row in lines.dropFirst() {
+            let run = runs.first { ($0["seed"] as? String ?? "\($0["seed"] ?? "")") == row[1] && (($0["metrics"] as? [String: Any])?["policy"] as? [String: Any])?["name"] as? String == row[0] }
+            let policy = (run?["metrics"] as? [String: Any])?["policy"] as? [String: Any]
+            #expect(policy?["lostUpdates"] as? Int == Int(row[4]), "\(row)")
+            #expect(policy?["conflictsResolvedByWrites"] as? Int == Int(row[3]), "\(row)")
+        }
+        // Under multi-value nothing is hidden, on every seed.
+        #expect(lines.dropFirst().filter { $0[0] == "multi-value" }.allSatisfy { $0[4] == "0" })
     }
 }
