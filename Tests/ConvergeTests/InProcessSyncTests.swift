@@ -232,8 +232,10 @@ struct AccountRaceTests {
     }
 
     @Test func anAccountSpelledComposedOrDecomposedIsOneAccount() throws {
-        let composed = try #require(AccountID("jos\u{E9}@example.com"))
-        let decomposed = try #require(AccountID("jose\u{301}@example.com"))
+        // Through the failable initialiser with a String (a literal would be coerced).
+        let spellings = ["jos\u{E9}@example.com", "jose\u{301}@example.com"]
+        let composed = try #require(AccountID(spellings[0]))
+        let decomposed = try #require(AccountID(spellings[1]))
         #expect(Array(composed.rawValue.utf8) == Array(decomposed.rawValue.utf8))
         #expect(composed == decomposed && !(composed < decomposed) && !(decomposed < composed))
         // A message naming the account decomposed is refused: the wire carries one spelling.
