@@ -211,6 +211,17 @@ public struct HubSyncMachine: Sendable {
         case .push(let push):
             return .reply(try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations))
         case .poll(let poll):
+            // A returning device whose full state must go in pages: each page is computed for
+            // the context the device holds, which a poll does not say (a retired device's is
+            // unknown), so a page computed now could leave stale siblings behind. Ask for a
+            // push instead (a page of nothing, more to come), changing nothing.
+            if let state = accounts[poll.account], state.retired[poll.device] != nil || state.awaitingFullState[poll.device] != nil {
+                let budget = Self.deltaBudget(maximumReplyBytes, frontier: state.map.context, rejectedKeys: [], account: poll.account)
+                if ReplicatedMap.deltaBytesBound(entries: state.map.entries, context: state.map.context) > budget {
+                    return .reply(SyncReply(account: poll.account, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()),
+                                            stableFrontier: VersionVector(), rejectedKeys: [], moreToCome: true))
+                }
+            }
             // The poll stands for a push of nothing, acknowledging the context it names: the
             // context of the last reply if the digest matches, or else the last one known.
             let member = accounts[poll.account]?.members[poll.device]
