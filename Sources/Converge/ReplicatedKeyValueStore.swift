@@ -41,8 +41,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         var registeredDefaults: [String: Value] = [:]
         var metadata: [String: [UInt8]]
         var account: AccountID
-        /// The device side of the hub protocol: what the hub reported. Volatile: a reopened
-        /// store starts from nothing reported, which only costs a larger first push.
+        /// The device side of the hub protocol: what the hub reported, recorded with each
+        /// reply (see ``ReplicatedKeyValueStore/hubProgressKey``), so a reopened store does
+        /// not push everything again.
         var hubMachine: DeviceSyncMachine
         /// The device side of the mesh topology: what each peer reported.
         var meshMachine: MeshSyncMachine
@@ -126,7 +127,8 @@ public final class ReplicatedKeyValueStore: Sendable {
         storageSequence = Mutex(loaded.sequence)
         state = Mutex(State(map: stored.map, clock: clock,
                             policies: policies, metadata: stored.metadata, account: account,
-                            hubMachine: DeviceSyncMachine(device: replicaID.incarnation(Self.incarnation(in: stored.metadata)), account: account),
+                            hubMachine: Self.hubMachine(device: replicaID.incarnation(Self.incarnation(in: stored.metadata)),
+                                                        account: account, metadata: stored.metadata),
                             meshMachine: MeshSyncMachine(device: replicaID, account: account),
                             writerID: replicaID.incarnation(Self.incarnation(in: stored.metadata))))
     }

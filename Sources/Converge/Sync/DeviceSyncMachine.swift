@@ -15,9 +15,9 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     public private(set) var account: AccountID
     /// The union of the contexts the hub has reported; the hub's context only grows, so
     /// this is the latest one seen.
-    public private(set) var hubContext = VersionVector()
+    public internal(set) var hubContext = VersionVector()
     /// The latest stable frontier the hub announced.
-    public private(set) var stableFrontier = VersionVector()
+    public internal(set) var stableFrontier = VersionVector()
 
     /// A machine that has heard nothing from the hub yet: its first request is a push of
     /// the device's whole state.
@@ -35,7 +35,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// Whether the last reply was one page of a larger delta: the next request is a push,
     /// whose context tells the hub where to go on (a poll could name only a context the
     /// device may not hold, if it lost a reply).
-    public private(set) var expectsMorePages = false
+    public internal(set) var expectsMorePages = false
 
     /// The largest push a device sends by default: the largest message, less room for the
     /// message's own fields.

@@ -151,6 +151,18 @@ extension ReplicatedKeyValueStore {
         }
     }
 
+    // MARK: Sync progress
+
+    /// The metadata record of what the hub reported (``DeviceSyncMachine/encodedProgress()``).
+    static let hubProgressKey = "hub-progress"
+
+    /// The hub machine of a store opened on `metadata`: resumed from the recorded progress
+    /// if it is this device's and this account's, or starting from nothing reported.
+    static func hubMachine(device: ReplicaID, account: AccountID, metadata: [String: [UInt8]]) -> DeviceSyncMachine {
+        metadata[hubProgressKey].flatMap { DeviceSyncMachine(device: device, account: account, progress: $0) }
+            ?? DeviceSyncMachine(device: device, account: account)
+    }
+
     // MARK: The seam every transport drives
 
     /// The request for the hub (a push of what it lacks, or a poll), encoded, with the
@@ -225,6 +237,15 @@ extension ReplicatedKeyValueStore {
                 change = StorageChange(context: state.map.context, clock: state.clock.latest, metadata: acknowledgement)
             }
             let (events, receipt) = try carryOut(actions, in: &next, recording: &change)
+            // What the hub reported is recorded with what it sent, so a restarted device
+            // resumes from it; a reply that taught nothing new writes nothing for it.
+            if next.hubMachine != state.hubMachine {
+                let progress = next.hubMachine.encodedProgress()
+                if state.metadata[Self.hubProgressKey] != progress {
+                    if change == nil { change = StorageChange(context: state.map.context, clock: state.clock.latest) }
+                    change?.metadata[Self.hubProgressKey] = progress
+                }
+            }
             return WritePlan(update: change.map { .change($0) }, machines: (next.hubMachine, next.meshMachine), events: events, result: receipt)
         }
     }

@@ -1,0 +1,51 @@
+/// Persistence of a device's sync progress, so a device that restarts does not push its
+/// whole state again: what the hub reported (its context and stable frontier) is kept in
+/// the store's metadata, written in the same transaction as the reply that taught it.
+///
+/// Only what stays true across a restart is kept. What the hub reported only grows, so a
+/// copy that is older than the truth only makes the next push larger. The acknowledgement
+/// of a joined full state is not kept: an acknowledgement must go with the request right
+/// after the join, and after a restart the hub may be waiting for another one; without
+/// it, the hub sends the full state again, as it does when a request is lost.
+extension DeviceSyncMachine {
+    /// The version of ``encodedProgress()``'s format.
+    static let progressFormat: UInt8 = 1
+
+    /// What the machine learnt from the hub, as a durable record: the format, the device
+    /// and account it belongs to, the hub's context, its stable frontier, and whether
+    /// more pages of a delta are to come.
+    package func encodedProgress() -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.writeByte(Self.progressFormat)
+        writer.writeString(device.rawValue)
+        writer.writeString(account.rawValue)
+        hubContext.encode(into: &writer)
+        stableFrontier.encode(into: &writer)
+        writer.writeByte(expectsMorePages ? 1 : 0)
+        return writer.bytes
+    }
+
+    /// A machine for `device` and `account` that resumes from a record of
+    /// ``encodedProgress()``, or `nil` if the record is of another device, another account,
+    /// another format, or not well formed (the machine then starts from nothing reported,
+    /// which only costs a larger first push).
+    package init?(device: ReplicaID, account: AccountID, progress record: [UInt8]) {
+        var reader = BinaryReader(record)
+        do throws(ConvergeError) {
+            guard try reader.readByte() == Self.progressFormat,
+                  try reader.readString(limit: ReplicaID.maximumLengthBytes) == device.rawValue,
+                  try reader.readString(limit: 4_096) == account.rawValue else { return nil }
+            let hubContext = try VersionVector(from: &reader)
+            let stableFrontier = try VersionVector(from: &reader)
+            let expectsMorePages = try reader.readByte()
+            try reader.expectEnd()
+            guard expectsMorePages <= 1 else { return nil }
+            self.init(device: device, account: account)
+            self.hubContext = hubContext
+            self.stableFrontier = stableFrontier
+            self.expectsMorePages = expectsMorePages == 1
+        } catch {
+            return nil
+        }
+    }
+}
