@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "converge", targets: ["converge"]),
         .library(name: "ConvergeHub", targets: ["ConvergeHub"]),
         .executable(name: "converge-hub", targets: ["converge-hub"]),
+        .library(name: "ConvergeHubClient", targets: ["ConvergeHubClient"]),
     ],
     targets: [
         .target(name: "Converge"),
@@ -27,11 +28,13 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         .target(name: "ConvergeSQLite", dependencies: ["Converge", "CSQLite"]),
         .target(name: "ConvergeSharedFolder", dependencies: ["Converge"]),
-        .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite", "ConvergeSharedFolder"]),
+        .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite", "ConvergeSharedFolder", "ConvergeHubClient"]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"]), .brew(["openssl"])]),
         .target(name: "ConvergeHub", dependencies: ["Converge", "ConvergeSQLite", "CSQLite", "CCrypto"]),
         .executableTarget(name: "converge-hub", dependencies: ["ConvergeHub"]),
+        // The client of converge-hub: an HTTP transport (URLSession) and automatic sync.
+        .target(name: "ConvergeHubClient", dependencies: ["Converge"]),
         .executableTarget(name: "converge-sim", dependencies: ["ConvergeSimulation"]),
         .executableTarget(
             name: "converge-bench", dependencies: ["Converge", "ConvergeSimulation", "ConvergeSQLite", "CSQLite"],
@@ -63,7 +66,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ConvergeHubTests",
-            dependencies: ["Converge", "ConvergeHub", "ConvergeSimulation", "ConvergeTestSupport", "converge-hub"]
+            dependencies: ["Converge", "ConvergeHub", "ConvergeHubClient", "ConvergeSQLite", "ConvergeSimulation", "ConvergeTestSupport",
+                           "converge-hub", "converge"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,16 +1,20 @@
 import Converge
+import ConvergeHubClient
 import ConvergeSQLite
 import ConvergeSharedFolder
 import Foundation
+import Synchronization
 
 // converge: a real Converge store on disk, in the spirit of macOS `defaults`.
 // Exit codes: 0 done; 1 the operation failed (no such key, quota, storage); 2 bad usage.
 
 let usage = """
-    converge: read and write a Converge store on disk, and sync it through a shared folder
+    converge: read and write a Converge store on disk, and sync it through a hub or a
+    shared folder
 
     USAGE
       converge --store PATH [--replica ID] [--account A] [--sync-folder DIR] COMMAND
+      converge --store PATH [--replica ID] [--account A] --hub URL [--token TOKEN] COMMAND
 
     COMMANDS
       write KEY VALUE [--type T]   T: string (default), integer, double, bool, data (base64),
@@ -19,7 +23,8 @@ let usage = """
                                    the value from standard input or a file (any size)
       read [KEY]                   JSON of one value, or of the whole store
       delete KEY
-      sync                         exchange changes through the sync folder
+      sync                         exchange changes with the hub (--hub) or through the
+                                   sync folder (--sync-folder)
       conflicts [KEY]              keys with concurrent values, with every value
       watch [--interval MS] [--count N]
                                    sync every MS milliseconds (default 1000) and print each
@@ -27,6 +32,10 @@ let usage = """
 
     PATH is a store file, or a folder (the store is then PATH/converge.sqlite). The first
     open records the replica ID (--replica, or a random one); later opens reuse it.
+    --account switches the store to that account's data; without it the store keeps its
+    account (\(AccountID.default) for a new store, the token's account with --hub).
+    --hub URL is a converge-hub (http://HOST:PORT, or the https:// URL of its proxy); the
+    token comes from --token or the environment variable CONVERGE_TOKEN.
     Exit codes: 0 done, 1 the operation failed, 2 bad usage.
     """
 
@@ -38,8 +47,11 @@ enum ToolError: Error {
 struct Options {
     var store: String?
     var replica: String?
-    var account = AccountID.default
+    /// The account asked for with --account, if any.
+    var account: AccountID?
     var syncFolder: String?
+    var hub: URL?
+    var token: String?
     var command: [String] = []
 }
 
@@ -57,6 +69,13 @@ func parseOptions(_ arguments: [String]) throws(ToolError) -> Options {
         case "--store": options.store = try value(argument)
         case "--replica": options.replica = try value(argument)
         case "--sync-folder": options.syncFolder = try value(argument)
+        case "--hub":
+            let text = try value(argument)
+            guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+                throw .usage("invalid hub URL \"\(text)\" (http://HOST:PORT or https://HOST)")
+            }
+            options.hub = url
+        case "--token": options.token = try value(argument)
         case "--account":
             let text = try value(argument)
             guard let account = AccountID(text) else { throw .usage("invalid account \"\(text)\"") }
@@ -86,8 +105,8 @@ func openForReading(_ path: String, options: Options, requestedID: ReplicaID) th
             throw ToolError.usage("this store is replica \(recorded); it cannot become \(asked)")
         }
         let store = try ReplicatedKeyValueStore(replicaID: recorded ?? requestedID, storage: storage)
-        guard store.account == options.account else {
-            throw ToolError.failed("this store is on account \(store.account), not \(options.account): switching account writes the store")
+        if let asked = options.account, store.account != asked {
+            throw ToolError.failed("this store is on account \(store.account), not \(asked): switching account writes the store")
         }
         return store
     } catch let error as ToolError {
@@ -100,7 +119,8 @@ func openForReading(_ path: String, options: Options, requestedID: ReplicaID) th
 /// Opens the store at `--store`: creating it if `creating` (a write or a sync); only to
 /// read it if `readOnly` (a read: it then works on a file or folder this process may not
 /// write, and changes nothing).
-func openStore(_ options: Options, creating: Bool = true, readOnly: Bool = false) throws(ToolError) -> ReplicatedKeyValueStore {
+func openStore(_ options: Options, creating: Bool = true, readOnly: Bool = false,
+               transport: (any SyncTransport)? = nil) throws(ToolError) -> ReplicatedKeyValueStore {
     guard var path = options.store else { throw .usage("--store PATH is required") }
     // Checked before anything is created: bad input changes nothing.
     let requested = options.replica ?? "r" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
@@ -143,8 +163,24 @@ func openStore(_ options: Options, creating: Bool = true, readOnly: Bool = false
         if let asked = options.replica, asked != replica.rawValue {
             throw ToolError.usage("this store is replica \(replica); it cannot become \(asked)")
         }
-        let store = try ReplicatedKeyValueStore(replicaID: replica, storage: storage)
-        if store.account != options.account { try store.switchAccount(to: options.account) }
+        let store: ReplicatedKeyValueStore
+        if let transport, let asked = options.account {
+            // A store that never recorded an account (written before it first synced) takes
+            // the hub's account with its data; one on another account is switched.
+            let recorded = try storage.load()?.metadata["account"].map { String(decoding: $0, as: UTF8.self) }
+            store = try ReplicatedKeyValueStore(replicaID: replica, transport: transport, account: asked, storage: storage)
+            if let recorded, recorded != asked.rawValue {
+                complain("converge: switched this store from account \(recorded) to \(asked) (\(recorded)'s data is kept aside: --account \(recorded) switches back)\n")
+            }
+            return store
+        } else {
+            store = try ReplicatedKeyValueStore(replicaID: replica, storage: storage)
+        }
+        if let asked = options.account, store.account != asked {
+            let previous = store.account
+            try store.switchAccount(to: asked)
+            complain("converge: switched this store from account \(previous) to \(asked) (\(previous)'s data is kept aside: --account \(previous) switches back)\n")
+        }
         return store
     } catch let error as ToolError {
         throw error
@@ -210,7 +246,17 @@ func run(_ options: Options) throws(ToolError) {
         do { try store.removeValue(forKey: arguments[0]) } catch { throw .failed("\(error)") }
     case "sync":
         guard arguments.isEmpty else { throw .usage("sync takes no arguments") }
-        guard let folder = options.syncFolder else { throw .usage("sync needs --sync-folder DIR") }
+        if options.hub != nil {
+            guard options.syncFolder == nil else { throw .usage("give --hub or --sync-folder, not both") }
+            let (store, transport) = try openHubStore(options)
+            let outcome = try syncWithHub(store)
+            let conflicted = store.conflictedKeys.count
+            try say("synced with \(transport.hub.absoluteString) as account \(store.account): \(outcome.exchanges) exchange(s); \(outcome.changedKeys.count) key(s) changed here"
+                    + (outcome.rejectedKeys.isEmpty ? "" : "; the hub superseded \(outcome.rejectedKeys.count) key(s) to keep the quota")
+                    + (conflicted > 0 ? "; \(conflicted) key(s) hold concurrent values (see `conflicts`)" : ""))
+            return
+        }
+        guard let folder = options.syncFolder else { throw .usage("sync needs --hub URL or --sync-folder DIR") }
         let store = try openStore(options)
         let report: SharedFolderSync.Report
         do { report = try SharedFolderSync(folder: folder).synchronize(store) } catch { throw .failed("\(error)") }
@@ -244,9 +290,10 @@ func run(_ options: Options) throws(ToolError) {
             default: throw .usage("unknown option \(flag) for watch")
             }
         }
-        let store = try openStore(options)
-        if options.syncFolder == nil {
-            complain("converge: watching this store's own changes only (other processes' writes); give --sync-folder DIR to sync too\n")
+        guard options.hub == nil || options.syncFolder == nil else { throw .usage("give --hub or --sync-folder, not both") }
+        let store = try options.hub == nil ? openStore(options) : openHubStore(options).store
+        if options.syncFolder == nil && options.hub == nil {
+            complain("converge: watching this store's own changes only (other processes' writes); give --hub URL or --sync-folder DIR to sync too\n")
         }
         var previous = store.values
         var round = 0
@@ -261,6 +308,14 @@ func run(_ options: Options) throws(ToolError) {
                     if let notWritten = report.notWritten { complain("converge: this replica's changes could not be written: \(notWritten)\n") }
                 } catch { throw .failed("\(error)") }
             }
+            if options.hub != nil {
+                // A hub that cannot be reached now may be reached later: say so and go on.
+                do { _ = try syncWithHub(store) } catch .failed(let message) where !message.hasPrefix("refused: ") {
+                    complain("converge: \(message)\n")
+                } catch .failed(let message) {
+                    throw .failed(String(message.dropFirst("refused: ".count)))
+                } catch { throw error }
+            }
             let current = store.values
             for key in sortedKeys(Set(previous.keys).union(current.keys)) where previous[key] != current[key] {
                 try say(ValueJSON.text(["key": key, "value": current[key].map(ValueJSON.object) ?? NSNull()]))
@@ -272,6 +327,73 @@ func run(_ options: Options) throws(ToolError) {
     default:
         throw .usage("unknown command \"\(name)\"")
     }
+}
+
+/// Opens the store at `--store` with a transport to `--hub`, on the account asked for
+/// (`--account`), or else the token's (asked of the hub).
+func openHubStore(_ options: Options) throws(ToolError) -> (store: ReplicatedKeyValueStore, transport: HubHTTPTransport) {
+    guard let hub = options.hub else { throw .usage("--hub URL is required") }
+    guard let token = options.token ?? ProcessInfo.processInfo.environment["CONVERGE_TOKEN"], !token.isEmpty else {
+        throw .usage("--hub needs a token: --token TOKEN, or CONVERGE_TOKEN in the environment")
+    }
+    let transport = HubHTTPTransport(hub: hub, token: token)
+    var options = options
+    if options.account == nil {
+        do {
+            options.account = try blocking { try await transport.account() }
+        } catch {
+            throw .failed("cannot learn the token's account from \(hub.absoluteString): \(error)")
+        }
+    }
+    return (try openStore(options, transport: transport), transport)
+}
+
+/// What a sync with the hub did.
+struct HubSyncOutcome {
+    var exchanges = 0
+    var changedKeys: Set<String> = []
+    var rejectedKeys: Set<String> = []
+}
+
+/// Exchanges with the hub until it has nothing more to send at once (the pages of a
+/// large state, the acknowledgement of a full state).
+///
+/// - Throws: `.failed("refused: …")` if the hub refused (retrying will not help), or
+///   `.failed` with the reason it could not be reached.
+func syncWithHub(_ store: ReplicatedKeyValueStore) throws(ToolError) -> HubSyncOutcome {
+    let outcome = Mutex(HubSyncOutcome())
+    let observation = store.observe { event in
+        guard case .externalChange(let change) = event else { return }
+        outcome.withLock { outcome in
+            if change.reason == .quotaViolationChange { outcome.rejectedKeys.formUnion(change.keys) } else { outcome.changedKeys.formUnion(change.keys) }
+        }
+    }
+    defer { observation.cancel() }
+    repeat {
+        outcome.withLock { $0.exchanges += 1 }
+        do {
+            try blocking { try await store.sync() }
+        } catch let error as HubTransportError where !error.isTransient {
+            throw .failed("refused: \(error)")
+        } catch {
+            throw .failed("\(error)")
+        }
+    } while store.needsAnotherHubExchange && outcome.withLock({ $0.exchanges }) < 100_000
+    return outcome.withLock { $0 }
+}
+
+/// Runs `body` to completion from synchronous code (the tool's main thread).
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        let outcome: Result<T, any Error>
+        do { outcome = .success(try await body()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
 }
 
 /// Writes a line to standard output, unbuffered: an output that cannot be written

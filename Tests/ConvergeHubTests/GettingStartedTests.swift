@@ -1,5 +1,7 @@
 import Converge
 import ConvergeHub
+import ConvergeHubClient
+import Foundation
 import Testing
 
 /// The code of `ConvergeHub.docc/GettingStarted.md` (on a free port), so the article's
@@ -20,8 +22,8 @@ struct GettingStartedTests {
         }
         #expect(try RawHTTPClient(port: server.boundAddress.port).request("GET", "/health").status == 200)
         let port = server.boundAddress.port
-        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: RawHubTransport(port: port, token: token), account: "family")
-        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", transport: RawHubTransport(port: port, token: token), account: "family")
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: URL(string: "http://127.0.0.1:\(port)")!, token: token), account: "family")
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", transport: HubHTTPTransport(hub: URL(string: "http://127.0.0.1:\(port)")!, token: token), account: "family")
         try phone.setValue(.string("dark"), forKey: "theme")
         try await phone.sync()
         try await laptop.sync()

@@ -68,8 +68,9 @@ final class HubProcess {
     }
 }
 
-/// A test-only transport: POSTs each request to a hub's `/sync` over a raw socket (one
-/// connection per exchange), until the real client transport exists.
+/// A test-only transport: POSTs any bytes to a hub's `/sync` over a raw socket (one
+/// connection per exchange), so hostile-input tests can send what the real client
+/// (`HubHTTPTransport`) never would.
 struct RawHubTransport: SyncTransport {
     let port: UInt16
     let token: String
@@ -90,6 +91,11 @@ struct RawHubTransport: SyncTransport {
         guard response.status == 200 else { throw Refused(status: response.status, text: response.text) }
         return response.body
     }
+}
+
+/// The base URL of a hub listening on `port` of the loopback interface.
+func hubURL(_ port: UInt16) -> URL {
+    URL(string: "http://127.0.0.1:\(port)")!
 }
 
 /// A fresh folder under the system's temporary folder.

@@ -1,5 +1,6 @@
 import Converge
 import ConvergeHub
+import ConvergeHubClient
 import ConvergeSimulation
 import ConvergeTestSupport
 import Foundation
@@ -15,8 +16,8 @@ struct HubSyncEndToEndTests {
         let data = temporaryFolder("roundtrip").appendingPathComponent("data")
         let token = try HubProcess.createToken(data: data, account: "alice")
         var hub = try HubProcess(data: data)
-        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: RawHubTransport(port: hub.port, token: token), account: "alice")
-        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: RawHubTransport(port: hub.port, token: token), account: "alice")
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
         phone.set(["Surrey", "Kent"], forKey: "FavouriteCounties")
         phone.set(Int64(42), forKey: "answer")
         try await phone.sync()
@@ -40,7 +41,7 @@ struct HubSyncEndToEndTests {
         // Restart on the same folder: the hub resumes where it was.
         #expect(hub.stop() == 0)
         hub = try HubProcess(data: data)
-        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", transport: RawHubTransport(port: hub.port, token: token), account: "alice")
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
         try await laptop.sync()
         #expect(laptop.longLong(forKey: "answer") == 42)
         #expect(hub.stop() == 0)
@@ -51,31 +52,31 @@ struct HubSyncEndToEndTests {
         let alice = try HubProcess.createToken(data: data, account: "alice")
         let bob = try HubProcess.createToken(data: data, account: "bob")
         let hub = try HubProcess(data: data)
-        let intruder = ReplicatedKeyValueStore(replicaID: "intruder", transport: RawHubTransport(port: hub.port, token: bob), account: "alice")
+        let intruder = ReplicatedKeyValueStore(replicaID: "intruder", transport: HubHTTPTransport(hub: hubURL(hub.port), token: bob), account: "alice")
         intruder.set("stolen", forKey: "secret")
-        await #expect(throws: RawHubTransport.Refused.self) { try await intruder.sync() }
+        await #expect(throws: HubTransportError.self) { try await intruder.sync() }
         let forged = "cvgh_" + String(alice.dropFirst(5).reversed())
-        let guesser = ReplicatedKeyValueStore(replicaID: "guesser", transport: RawHubTransport(port: hub.port, token: forged), account: "alice")
+        let guesser = ReplicatedKeyValueStore(replicaID: "guesser", transport: HubHTTPTransport(hub: hubURL(hub.port), token: forged), account: "alice")
         guesser.set("guessed", forKey: "secret")
         do {
             try await guesser.sync()
             Issue.record("a forged token was accepted")
-        } catch let refused as RawHubTransport.Refused {
-            #expect(refused.status == 401)
+        } catch let refused as HubTransportError {
+            #expect(refused == .refused(status: 401, message: "invalid token"))
         }
         do {
             try await intruder.sync()
-        } catch let refused as RawHubTransport.Refused {
-            #expect(refused.status == 403 && refused.text.contains("belongs to account bob"))
+        } catch HubTransportError.refused(let status, let message) {
+            #expect(status == 403 && message.contains("belongs to account bob"))
         }
         // No token at all.
         let bare = try RawHTTPClient(port: hub.port).request("POST", "/sync", body: [1, 2, 3])
         #expect(bare.status == 401 && bare.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
         // Alice's own device sees nothing of it, and bob's account holds nothing.
-        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: RawHubTransport(port: hub.port, token: alice), account: "alice")
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: hubURL(hub.port), token: alice), account: "alice")
         try await phone.sync()
         #expect(phone.dictionaryRepresentation.isEmpty)
-        let bobsPhone = ReplicatedKeyValueStore(replicaID: "phone", transport: RawHubTransport(port: hub.port, token: bob), account: "bob")
+        let bobsPhone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: hubURL(hub.port), token: bob), account: "bob")
         try await bobsPhone.sync()
         #expect(bobsPhone.dictionaryRepresentation.isEmpty)
         let metrics = try RawHTTPClient(port: hub.port).request("GET", "/metrics").text
@@ -91,7 +92,7 @@ struct HubSyncEndToEndTests {
         let hub = try HubProcess(data: data)
         let stores = [("alice", alice), ("bob", bob)].flatMap { account, token in
             (0..<2).map { ReplicatedKeyValueStore(replicaID: ReplicaID("\(account)-\($0)")!,
-                                                  transport: RawHubTransport(port: hub.port, token: token), account: AccountID(account)!) }
+                                                  transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: AccountID(account)!) }
         }
         for (index, store) in stores.enumerated() { store.set("\(index)", forKey: "\(store.account)-key-\(index)") }
         for _ in 0..<2 { for store in stores { try await store.sync() } }
@@ -102,41 +103,33 @@ struct HubSyncEndToEndTests {
         #expect(hub.stop() == 0)
     }
 
-    @Test func aHundredDevicesSyncingAtOnceAllSucceedAndConverge() throws {
+    @Test func aHundredDevicesSyncingAtOnceAllSucceedAndConverge() async throws {
         let data = temporaryFolder("hundred").appendingPathComponent("data")
         let tokens = try (0..<4).map { try HubProcess.createToken(data: data, account: "team-\($0)") }
         let hub = try HubProcess(data: data)
-        let transports = (0..<100).map { RawHubTransport(port: hub.port, token: tokens[$0 % 4]) }
+        // No retries: every one of the 300 concurrent exchanges must succeed the first time.
         let devices = (0..<100).map { index in
-            ReplicatedKeyValueStore(replicaID: ReplicaID("device-\(index)")!, transport: transports[index],
+            ReplicatedKeyValueStore(replicaID: ReplicaID("device-\(index)")!,
+                                    transport: HubHTTPTransport(hub: hubURL(hub.port), token: tokens[index % 4], retry: .never),
                                     account: AccountID("team-\(index % 4)")!)
         }
         for (index, device) in devices.enumerated() { device.set(Int64(index), forKey: "written-by-\(index)") }
-        // Every device on its own thread, all released at once, three exchanges each.
-        let failures = Mutex<[String]>([])
-        let group = DispatchGroup()
-        let start = DispatchSemaphore(value: 0)
-        for (index, device) in devices.enumerated() {
-            group.enter()
-            let transport = transports[index]
-            Thread {
-                start.wait()
-                for _ in 0..<3 {
-                    do {
-                        let answer = try transport.post(try device.hubRequest().bytes)
-                        try device.receive(answer)
-                    } catch {
-                        failures.withLock { $0.append("device-\(index): \(error)") }
+        // Every device in its own task, all at once, three exchanges each.
+        let failures = await withTaskGroup(of: [String].self) { group in
+            for (index, device) in devices.enumerated() {
+                group.addTask {
+                    var failures: [String] = []
+                    for _ in 0..<3 {
+                        do { try await device.sync() } catch { failures.append("device-\(index): \(error)") }
                     }
+                    return failures
                 }
-                group.leave()
-            }.start()
+            }
+            return await group.reduce(into: []) { $0 += $1 }
         }
-        for _ in devices { start.signal() }
-        #expect(group.wait(timeout: .now() + 120) == .success)
-        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 }.prefix(3))")
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
         // One more round in order, then every device of an account holds its 25 keys.
-        for (device, transport) in zip(devices, transports) { try device.receive(try transport.post(try device.hubRequest().bytes)) }
+        for device in devices { try await device.sync() }
         for (index, device) in devices.enumerated() {
             let keys = device.dictionaryRepresentation.keys
             #expect(keys.count == 25 && keys.allSatisfy { Int($0.dropFirst("written-by-".count))! % 4 == index % 4 }, "device-\(index): \(keys.count) keys")
@@ -156,7 +149,7 @@ struct HubSyncEndToEndTests {
         for round in 0..<4 {
             let hub = try HubProcess(data: data)
             let writer = ReplicatedKeyValueStore(replicaID: ReplicaID("writer-\(round)")!,
-                                                 transport: RawHubTransport(port: hub.port, token: token), account: "alice")
+                                                 transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
             try await writer.sync()  // start from what the hub holds, so new writes supersede it
             let killAfterMilliseconds = generator.next(in: 30...250)
             let pid = hub.process.processIdentifier
@@ -184,7 +177,7 @@ struct HubSyncEndToEndTests {
             // Restart on the same folder and read everything back with a new device.
             let restarted = try HubProcess(data: data)
             let reader = ReplicatedKeyValueStore(replicaID: ReplicaID("reader-\(round)")!,
-                                                 transport: RawHubTransport(port: restarted.port, token: token), account: "alice")
+                                                 transport: HubHTTPTransport(hub: hubURL(restarted.port), token: token), account: "alice")
             try await reader.sync()
             for (key, value) in acknowledged.sorted(by: { $0.key < $1.key }) {
                 // The acknowledged value, or a later write of the key that reached the hub

@@ -82,7 +82,7 @@ struct ConvergeToolTests {
             (["--store", "s/", "--colour", "read"], 2, "unknown option --colour"),
             (["--store", "s/", "write", "k", "notanumber", "--type", "integer"], 2, "is not an integer"),
             (["--store", "s/", "write", "k", "v", "--type", "blob"], 2, "unknown type"),
-            (["--store", "s/", "sync"], 2, "sync needs --sync-folder"),
+            (["--store", "s/", "sync"], 2, "sync needs --hub URL or --sync-folder DIR"),
             (["--store", "s/", "read", "missing"], 1, "no value for key \"missing\""),
             (["--store", "s/", "write", String(repeating: "k", count: 65), "v"], 1, "quota"),
             (["--store", "s/", "--replica", "other", "read"], 2, "it cannot become other"),

@@ -36,11 +36,20 @@ public enum ChildProcess {
     }
 
     /// Runs `executable` with `arguments` in `folder` and waits for it.
-    public static func run(_ executable: URL, _ arguments: [String], in folder: URL) throws -> Outcome {
+    ///
+    /// - Parameter environment: Variables to set (or, with `nil`, to remove) in the
+    ///   child's copy of this process's environment.
+    public static func run(_ executable: URL, _ arguments: [String], in folder: URL,
+                           environment: [String: String?] = [:]) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = folder
+        if !environment.isEmpty {
+            var merged = ProcessInfo.processInfo.environment
+            for (name, value) in environment { merged[name] = value }
+            process.environment = merged
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -5,7 +5,7 @@ import Converge
 /// ``HubStateStore``.
 ///
 /// Endpoints: `POST /sync` (one binary sync message in, the hub's binary answer out),
-/// `GET /health`, `GET /metrics` (Prometheus text format). Exchanges of one account are
+/// `GET /account` (the name of the bearer token's account, as text), `GET /health`, `GET /metrics` (Prometheus text format). Exchanges of one account are
 /// serialized by that account's lock; accounts run in parallel (their commits share the
 /// store's single writer).
 public final class HubService: HTTPRequestHandler {
@@ -39,6 +39,9 @@ public final class HubService: HTTPRequestHandler {
         switch (head.method, head.path) {
         case ("GET", "/health"), ("GET", "/metrics"):
             return nil
+        case ("GET", "/account"):
+            if case .refused(let refusal) = authenticate(head) { return refusal }
+            return nil
         case ("POST", "/sync"):
             if case .refused(let refusal) = authenticate(head) { return refusal }
             guard head.headers["content-length"] != nil else {
@@ -48,18 +51,24 @@ public final class HubService: HTTPRequestHandler {
                 return .text(.unsupportedMediaType, "a sync message is application/octet-stream, not \(type)", rejection: "media_type")
             }
             return nil
-        case (_, "/health"), (_, "/metrics"):
+        case (_, "/health"), (_, "/metrics"), (_, "/account"):
             return .text(.methodNotAllowed, "\(head.path) answers GET", headers: [("Allow", "GET")], rejection: "method")
         case (_, "/sync"):
             return .text(.methodNotAllowed, "/sync answers POST", headers: [("Allow", "POST")], rejection: "method")
         default:
-            return .text(.notFound, "no such endpoint: the hub serves POST /sync, GET /health and GET /metrics", rejection: "not_found")
+            return .text(.notFound, "no such endpoint: the hub serves POST /sync, GET /account, GET /health and GET /metrics", rejection: "not_found")
         }
     }
 
     public func respond(to request: HTTPRequest) -> HTTPResponse {
         switch request.head.path {
         case "/health": return .text(.ok, "ok")
+        case "/account":
+            // The account of the token (a client that was given only a token asks).
+            switch authenticate(request.head) {
+            case .account(let account): return .text(.ok, account.rawValue)
+            case .refused(let refusal): return refusal
+            }
         case "/metrics":
             return HTTPResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                                 body: Array(metricsText().utf8))

@@ -1,0 +1,340 @@
+import Converge
+import ConvergeHub
+import ConvergeHubClient
+import Foundation
+import Synchronization
+import Testing
+
+/// The client of the hub: its retry policy and sync schedule (pure, checked without
+/// waiting), and the HTTP transport and automatic sync against a hub served in this
+/// process by the same HTTP server and service as `converge-hub`.
+@Suite("Hub client: HTTP transport, retries, automatic sync")
+struct HubClientTests {
+    // MARK: Retry policy
+
+    @Test func backoffGrowsExponentiallyUpToTheMaximumWithJitterAndHonoursRetryAfter() {
+        let policy = RetryPolicy(maximumAttempts: 10, initialDelay: .milliseconds(100), maximumDelay: .seconds(2), multiplier: 2)
+        // The ceiling doubles from 100 ms and stops at 2 s; the jitter is a fraction of it.
+        let ceilings = (1...7).map { policy.delay(beforeRetry: $0, randomFraction: 1) }
+        #expect(ceilings == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1_600),
+                             .seconds(2), .seconds(2)])
+        #expect(policy.delay(beforeRetry: 3, randomFraction: 0) == .zero)
+        #expect(policy.delay(beforeRetry: 3, randomFraction: 0.25) == .milliseconds(100))
+        #expect(policy.delay(beforeRetry: 1_000, randomFraction: 1) == .seconds(2), "no overflow far out")
+        // Retry-After is a floor, capped by the maximum.
+        #expect(policy.delay(beforeRetry: 1, randomFraction: 0.5, retryAfter: .seconds(1)) == .seconds(1))
+        #expect(policy.delay(beforeRetry: 1, randomFraction: 0.5, retryAfter: .seconds(60)) == .seconds(2))
+        #expect(RetryPolicy(maximumAttempts: 0).maximumAttempts == 1)
+    }
+
+    // MARK: Sync schedule
+
+    static let configuration = SyncSchedule.Configuration(debounce: .milliseconds(500), maximumDebounce: .seconds(5),
+                                                          interval: .seconds(60),
+                                                          retry: RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(300)))
+
+    @Test func theFirstSyncIsAtOnceThenPeriodic() {
+        var schedule = SyncSchedule(configuration: Self.configuration, nowMilliseconds: 1_000)
+        #expect(schedule.nextSyncMilliseconds == 1_000)
+        schedule.syncEnded(startedMilliseconds: 1_000, nowMilliseconds: 1_050, succeeded: true)
+        #expect(schedule.nextSyncMilliseconds == 61_050)
+        // The hub has more pages: at once.
+        schedule.syncEnded(startedMilliseconds: 61_050, nowMilliseconds: 61_100, succeeded: true, moreToCome: true)
+        #expect(schedule.nextSyncMilliseconds == 61_100)
+    }
+
+    @Test func writesArePushedOnceTheyPauseOrAtMostTheMaximumDebounceAfterTheFirst() {
+        var schedule = SyncSchedule(configuration: Self.configuration, nowMilliseconds: 0)
+        schedule.syncEnded(startedMilliseconds: 0, nowMilliseconds: 10, succeeded: true)
+        schedule.localWrite(nowMilliseconds: 1_000)
+        #expect(schedule.nextSyncMilliseconds == 1_500)
+        schedule.localWrite(nowMilliseconds: 1_400)
+        #expect(schedule.nextSyncMilliseconds == 1_900, "a later write pushes the deadline back")
+        // Writes every 400 ms never pause for 500 ms: the push goes 5 s after the first.
+        for time in stride(from: 1_800, through: 5_800, by: 400) { schedule.localWrite(nowMilliseconds: UInt64(time)) }
+        #expect(schedule.nextSyncMilliseconds == 6_000)
+        // A write during the sync (after it computed its request) stays pending.
+        schedule.localWrite(nowMilliseconds: 6_010)
+        schedule.syncEnded(startedMilliseconds: 6_000, nowMilliseconds: 6_050, succeeded: true)
+        #expect(schedule.nextSyncMilliseconds == 6_510)
+        schedule.syncEnded(startedMilliseconds: 6_510, nowMilliseconds: 6_520, succeeded: true)
+        #expect(schedule.nextSyncMilliseconds == 66_520, "everything pushed: back to the period")
+    }
+
+    @Test func failuresBackOffWritesDoNotCutTheBackoffShortTheNetworkComingBackDoes() {
+        var schedule = SyncSchedule(configuration: Self.configuration, nowMilliseconds: 0)
+        var delays: [UInt64] = []
+        var now: UInt64 = 0
+        for _ in 0..<12 {
+            schedule.syncEnded(startedMilliseconds: now, nowMilliseconds: now, succeeded: false, randomFraction: 1)
+            delays.append(schedule.nextSyncMilliseconds - now)
+            now = schedule.nextSyncMilliseconds
+        }
+        #expect(delays == [1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 300_000, 300_000, 300_000])
+        #expect(schedule.consecutiveFailures == 12)
+        let due = schedule.nextSyncMilliseconds
+        schedule.localWrite(nowMilliseconds: now + 10)
+        #expect(schedule.nextSyncMilliseconds == due, "a write does not hammer a failing hub")
+        schedule.networkBecameAvailable(nowMilliseconds: now + 20)
+        #expect(schedule.nextSyncMilliseconds == now + 20 && schedule.consecutiveFailures == 0)
+        schedule.syncEnded(startedMilliseconds: now + 20, nowMilliseconds: now + 30, succeeded: true)
+        #expect(schedule.nextSyncMilliseconds == now + 30 + 60_000)
+    }
+
+    // MARK: The HTTP transport
+
+    /// A hub served in this process on a free loopback port, in front of which `failures`
+    /// decides, request by request, whether to answer with an error instead.
+    final class FlakyHub: HTTPRequestHandler {
+        let service: HubService
+        let token: String
+        let server: Mutex<HTTPServer?> = Mutex(nil)
+        /// The responses to give instead of the hub's, in order, one per request.
+        let failures: Mutex<[HTTPResponse]>
+        let requests = Mutex(0)
+
+        init(failures: [HTTPResponse] = [], account: AccountID = "alice") throws {
+            let store = try SQLiteHubStateStore(folder: temporaryFolder("client").path)
+            token = try HubService.createToken(for: account, in: store, nowMilliseconds: 0)
+            service = HubService(store: store)
+            self.failures = Mutex(failures)
+        }
+
+        func start() throws -> URL {
+            let server = try HTTPServer(configuration: HTTPServerConfiguration(address: ListenAddress(host: "127.0.0.1", port: 0)),
+                                        handler: self)
+            server.start()
+            self.server.withLock { $0 = server }
+            return hubURL(server.boundAddress.port)
+        }
+
+        func stop() {
+            _ = server.withLock { $0 }?.shutdown(graceMilliseconds: 1_000)
+        }
+
+        func admit(_ head: HTTPRequestHead) -> HTTPResponse? { service.admit(head) }
+
+        func respond(to request: HTTPRequest) -> HTTPResponse {
+            requests.withLock { $0 += 1 }
+            if let failure = failures.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return failure }
+            return service.respond(to: request)
+        }
+    }
+
+    /// The waits a transport asked for, recorded instead of waited.
+    final class Waits: Sendable {
+        let recorded = Mutex<[Duration]>([])
+        var all: [Duration] { recorded.withLock { $0 } }
+    }
+
+    /// A transport that records its waits instead of waiting.
+    static func transport(_ url: URL, token: String, retry: RetryPolicy, waits: Waits) -> HubHTTPTransport {
+        HubHTTPTransport(hub: url, token: token, retry: retry, timeout: .seconds(10), randomFraction: { 1 },
+                         sleep: { delay in waits.recorded.withLock { $0.append(delay) } })
+    }
+
+    @Test func answersThatSayLaterAreRetriedWithBackoffHonouringRetryAfter() async throws {
+        let hub = try FlakyHub(failures: [.text(.serviceUnavailable, "busy", headers: [("Retry-After", "3")]),
+                                          .text(.internalServerError, "oops"), .text(.requestTimeout, "slow")])
+        let url = try hub.start()
+        defer { hub.stop() }
+        let waits = Waits()
+        let retry = RetryPolicy(maximumAttempts: 4, initialDelay: .milliseconds(100), maximumDelay: .seconds(10))
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: Self.transport(url, token: hub.token, retry: retry, waits: waits),
+                                            account: "alice")
+        try phone.setValue(.string("v"), forKey: "k")
+        try await phone.sync()
+        #expect(hub.requests.withLock { $0 } == 4)
+        #expect(waits.all == [.seconds(3), .milliseconds(200), .milliseconds(400)])
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        try await tablet.sync()
+        #expect(tablet.string(forKey: "k") == "v")
+    }
+
+    @Test func afterTheLastAttemptTheLastFailureIsThrownAndTheStoreIsUnchanged() async throws {
+        let hub = try FlakyHub(failures: Array(repeating: .text(.serviceUnavailable, "busy"), count: 3))
+        let url = try hub.start()
+        defer { hub.stop() }
+        let waits = Waits()
+        let phone = ReplicatedKeyValueStore(replicaID: "phone",
+                                            transport: Self.transport(url, token: hub.token, retry: RetryPolicy(maximumAttempts: 3), waits: waits),
+                                            account: "alice")
+        try phone.setValue(.string("v"), forKey: "k")
+        await #expect(throws: HubTransportError.unavailable(status: 503, message: "busy", attempts: 3)) { try await phone.sync() }
+        #expect(waits.all.count == 2)
+        // Nothing was lost: the next sync pushes the write.
+        try await phone.sync()
+        #expect(hub.service.respond(to: HubServiceTests.syncRequest(try SyncMessage.poll(
+            SyncPoll(account: "alice", device: "probe", digest: 0)).encoded(), token: hub.token)).status == .ok)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        try await tablet.sync()
+        #expect(tablet.string(forKey: "k") == "v")
+    }
+
+    @Test func refusalsAreNotRetried() async throws {
+        let hub = try FlakyHub()
+        let url = try hub.start()
+        defer { hub.stop() }
+        let waits = Waits()
+        let forged = "cvgh_" + String(hub.token.dropFirst(5).reversed())
+        let intruder = ReplicatedKeyValueStore(replicaID: "intruder",
+                                               transport: Self.transport(url, token: forged, retry: RetryPolicy(maximumAttempts: 5), waits: waits),
+                                               account: "alice")
+        try intruder.setValue(.string("x"), forKey: "k")
+        await #expect(throws: HubTransportError.refused(status: 401, message: "invalid token")) { try await intruder.sync() }
+        let otherAccount = ReplicatedKeyValueStore(replicaID: "other",
+                                                   transport: Self.transport(url, token: hub.token, retry: RetryPolicy(maximumAttempts: 5), waits: waits),
+                                                   account: "bob")
+        try otherAccount.setValue(.string("x"), forKey: "k")
+        do {
+            try await otherAccount.sync()
+            Issue.record("a push for another account was accepted")
+        } catch HubTransportError.refused(let status, let message) {
+            #expect(status == 403 && message.contains("belongs to account alice"))
+        }
+        #expect(hub.requests.withLock { $0 } == 1, "the 401 is refused before the body, the 403 once")
+        #expect(waits.all.isEmpty)
+        #expect(try await HubHTTPTransport(hub: url, token: hub.token).account() == "alice")
+        await #expect(throws: HubTransportError.refused(status: 401, message: "invalid token")) {
+            try await HubHTTPTransport(hub: url, token: forged).account()
+        }
+    }
+
+    @Test func anUnreachableHubIsRetriedThenReported() async throws {
+        // A port nothing listens on: bind one, note it, close it.
+        let hub = try FlakyHub()
+        let url = try hub.start()
+        hub.stop()
+        let waits = Waits()
+        let phone = ReplicatedKeyValueStore(replicaID: "phone",
+                                            transport: Self.transport(url, token: hub.token, retry: RetryPolicy(maximumAttempts: 3), waits: waits),
+                                            account: "alice")
+        try phone.setValue(.string("v"), forKey: "k")
+        do {
+            try await phone.sync()
+            Issue.record("a sync with no hub succeeded")
+        } catch let error as HubTransportError {
+            guard case .unreachable(_, let attempts) = error else {
+                Issue.record("expected unreachable, got \(error)")
+                return
+            }
+            #expect(attempts == 3 && error.isTransient)
+        }
+        #expect(waits.all.count == 2)
+        #expect(phone.string(forKey: "k") == "v")
+    }
+
+    @Test func anAnswerLargerThanAnySyncMessageIsRefused() async throws {
+        let huge = HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")],
+                                body: [UInt8](repeating: 7, count: HubHTTPTransport.maximumAnswerBytes + 1))
+        let hub = try FlakyHub(failures: [huge])
+        let url = try hub.start()
+        defer { hub.stop() }
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        try phone.setValue(.string("v"), forKey: "k")
+        do {
+            try await phone.sync()
+            Issue.record("an oversized answer was taken")
+        } catch let error as HubTransportError {
+            guard case .invalidAnswer = error else {
+                Issue.record("expected invalidAnswer, got \(error)")
+                return
+            }
+        }
+        #expect(phone.dictionaryRepresentation.keys.sorted() == ["k"])
+    }
+
+    /// The code of `ConvergeHubClient.docc/GettingStarted.md`, on a hub in this process.
+    @Test func theGettingStartedArticleRuns() async throws {
+        let server = try FlakyHub()
+        let url = try server.start()
+        defer { server.stop() }
+        let token = server.token
+        let hub = HubHTTPTransport(hub: url, token: token)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: hub, account: "alice")
+        phone.set("dark", forKey: "theme")
+        try await phone.sync()
+        #expect(try await hub.account() == "alice")
+        let automaticSync = AutomaticSync(store: phone)
+        automaticSync.start()
+        automaticSync.networkBecameAvailable()
+        await automaticSync.stop()
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", transport: hub, account: "alice")
+        try await laptop.sync()
+        #expect(laptop.string(forKey: "theme") == "dark")
+    }
+
+    // MARK: Automatic sync
+
+    /// Waits up to `seconds` for `condition`. Generous: while other tests block the
+    /// cooperative thread pool (2 threads on a 2-core machine), timers and exchanges wait
+    /// for it, so a condition that takes milliseconds alone can take a minute in the suite.
+    static func eventually(_ seconds: Double = 180, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+
+    @Test func writesReachTheOtherDeviceWithoutAnyCallToSync() async throws {
+        let hub = try FlakyHub()
+        let url = try hub.start()
+        defer { hub.stop() }
+        let configuration = SyncSchedule.Configuration(debounce: .milliseconds(50), maximumDebounce: .milliseconds(200),
+                                                       interval: .milliseconds(100))
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        let changed = Mutex<[String]>([])
+        let observer = NotificationCenter.default.addObserver(forName: ReplicatedKeyValueStore.didChangeExternallyNotification,
+                                                              object: tablet, queue: nil) { note in
+            changed.withLock { $0 += (note.userInfo?[ReplicatedKeyValueStore.changedKeysKey] as? [String]) ?? [] }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        let phoneSync = AutomaticSync(store: phone, configuration: configuration)
+        let tabletSync = AutomaticSync(store: tablet, configuration: configuration)
+        phoneSync.start()
+        tabletSync.start()
+        phone.set("Surrey", forKey: "county")
+        #expect(await Self.eventually { tablet.string(forKey: "county") == "Surrey" })
+        #expect(changed.withLock { $0 }.contains("county"))
+        tablet.set(Int64(7), forKey: "answer")
+        #expect(await Self.eventually { phone.longLong(forKey: "answer") == 7 })
+        await phoneSync.stop()
+        await tabletSync.stop()
+        // Stopped: nothing more is exchanged.
+        let exchanges = phoneSync.exchanges
+        phone.set("late", forKey: "late")
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(phoneSync.exchanges == exchanges && tablet.string(forKey: "late") == nil)
+        #expect(phoneSync.lastError == nil)
+    }
+
+    @Test func automaticSyncBacksOffWhileTheHubIsDownAndCatchesUpWhenItComesBack() async throws {
+        // The hub answers 503 until it is "back"; the device keeps writing meanwhile.
+        let hub = try FlakyHub(failures: Array(repeating: .text(.serviceUnavailable, "down"), count: 1_000))
+        let url = try hub.start()
+        defer { hub.stop() }
+        let configuration = SyncSchedule.Configuration(debounce: .milliseconds(20), interval: .seconds(60),
+                                                       retry: RetryPolicy(initialDelay: .milliseconds(40), maximumDelay: .milliseconds(400)))
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: url, token: hub.token, retry: .never),
+                                            account: "alice")
+        let automatic = AutomaticSync(store: phone, configuration: configuration)
+        automatic.start()
+        for index in 0..<5 { phone.set(Int64(index), forKey: "k\(index)") }
+        #expect(await Self.eventually { automatic.consecutiveFailures >= 3 })
+        #expect(automatic.lastError?.contains("503") == true)
+        // The backoff keeps the failing hub from being hammered: a handful of requests, not hundreds.
+        try await Task.sleep(for: .milliseconds(500))
+        let duringOutage = hub.requests.withLock { $0 }
+        #expect(duringOutage < 20, "\(duringOutage) requests in under a second of outage")
+        hub.failures.withLock { $0 = [] }
+        automatic.networkBecameAvailable()
+        #expect(await Self.eventually { automatic.consecutiveFailures == 0 && automatic.lastError == nil })
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        try await tablet.sync()
+        #expect(tablet.dictionaryRepresentation.keys.sorted() == ["k0", "k1", "k2", "k3", "k4"])
+        await automatic.stop()
+    }
+}

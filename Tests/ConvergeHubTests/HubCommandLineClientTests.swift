@@ -1,0 +1,112 @@
+import Converge
+import ConvergeTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// The `converge` tool syncing stores through a `converge-hub`, every one a separate OS
+/// process on loopback.
+@Suite("converge --hub: stores in separate processes sync through converge-hub")
+struct HubCommandLineClientTests {
+    static var converge: URL { ChildProcess.executable("converge") }
+
+    /// Runs `converge ARGUMENTS` in `folder`, with CONVERGE_TOKEN unset unless given.
+    static func converge(_ arguments: [String], in folder: URL, token: String? = nil) throws -> ChildProcess.Outcome {
+        try ChildProcess.run(converge, arguments, in: folder, environment: ["CONVERGE_TOKEN": token])
+    }
+
+    @Test func storesInSeparateProcessesConvergeAndARestartedDevicePollsInsteadOfPushingAgain() throws {
+        let folder = temporaryFolder("cli-converge")
+        let data = folder.appendingPathComponent("data")
+        let token = try HubProcess.createToken(data: data, account: "alice")
+        let hub = try HubProcess(data: data)
+        let url = hubURL(hub.port).absoluteString
+        let devices = ["phone", "tablet", "laptop"]
+        for (index, device) in devices.enumerated() {
+            let wrote = try Self.converge(["--store", "\(device)/", "--replica", device, "write", "from-\(device)", "\(index)",
+                                           "--type", "integer"], in: folder)
+            #expect(wrote.status == 0, "\(wrote.errors)")
+        }
+        // The three sync at once, twice (each process a new store object, the account from
+        // the token, the token from the environment), then each holds everyone's keys.
+        for _ in 0..<2 {
+            let outcomes = Mutex<[String: Result<ChildProcess.Outcome, any Error>]>([:])
+            DispatchQueue.concurrentPerform(iterations: devices.count) { index in
+                let outcome = Result { try Self.converge(["--store", "\(devices[index])/", "--hub", url, "sync"], in: folder, token: token) }
+                outcomes.withLock { $0[devices[index]] = outcome }
+            }
+            for (device, outcome) in outcomes.withLock({ $0 }) {
+                let finished = try outcome.get()
+                #expect(finished.status == 0 && finished.output.contains("as account alice"), "\(device): \(finished.output) \(finished.errors)")
+            }
+        }
+        let _ = try Self.converge(["--store", "phone/", "--hub", url, "sync"], in: folder, token: token)
+        for device in devices {
+            let read = try Self.converge(["--store", "\(device)/", "read"], in: folder)
+            #expect(read.status == 0)
+            #expect(read.output.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"from-laptop":2,"from-phone":0,"from-tablet":1}"#,
+                    "\(device): \(read.output)")
+        }
+        // A new process on a store that has nothing new polls: its progress was kept.
+        let pollsBefore = hub.log.components(separatedBy: "device=tablet kind=poll").count
+        let again = try Self.converge(["--store", "tablet/", "--hub", url, "--token", token, "sync"], in: folder)
+        #expect(again.status == 0 && again.output.contains("1 exchange(s); 0 key(s) changed here"), "\(again.output)")
+        #expect(hub.log.components(separatedBy: "device=tablet kind=poll").count == pollsBefore + 1, "\(hub.log.suffix(600))")
+        #expect(hub.stop() == 0)
+    }
+
+    @Test func aWrongTokenAnotherAccountOrNoHubExitOneAndChangeNothing() throws {
+        let folder = temporaryFolder("cli-refused")
+        let data = folder.appendingPathComponent("data")
+        let alice = try HubProcess.createToken(data: data, account: "alice")
+        _ = try HubProcess.createToken(data: data, account: "bob")
+        let hub = try HubProcess(data: data)
+        let url = hubURL(hub.port).absoluteString
+        #expect(try Self.converge(["--store", "mallory/", "--replica", "mallory", "write", "secret", "stolen"], in: folder).status == 0)
+        let forged = "cvgh_" + String(alice.dropFirst(5).reversed())
+        let wrong = try Self.converge(["--store", "mallory/", "--hub", url, "--token", forged, "sync"], in: folder)
+        #expect(wrong.status == 1 && wrong.errors.contains("HTTP 401"), "\(wrong.errors)")
+        let otherAccount = try Self.converge(["--store", "mallory/", "--account", "bob", "--hub", url, "--token", alice, "sync"], in: folder)
+        #expect(otherAccount.status == 1 && otherAccount.errors.contains("belongs to account alice"), "\(otherAccount.errors)")
+        let noToken = try Self.converge(["--store", "mallory/", "--hub", url, "sync"], in: folder)
+        #expect(noToken.status == 2 && noToken.errors.contains("CONVERGE_TOKEN"), "\(noToken.errors)")
+        let badURL = try Self.converge(["--store", "mallory/", "--hub", "ftp://x", "--token", alice, "sync"], in: folder)
+        #expect(badURL.status == 2 && badURL.errors.contains("invalid hub URL"))
+        // Nothing reached either account.
+        for (account, token) in [("alice", alice)] {
+            let reader = try Self.converge(["--store", "reader-\(account)/", "--replica", "reader", "--hub", url, "--token", token, "sync"], in: folder)
+            #expect(reader.status == 0, "\(reader.errors)")
+            #expect(try Self.converge(["--store", "reader-\(account)/", "read"], in: folder).output.trimmingCharacters(in: .whitespacesAndNewlines) == "{}")
+        }
+        #expect(hub.stop() == 0)
+        // With the hub gone: a clear error, exit 1, and the local write is still there.
+        let gone = try Self.converge(["--store", "mallory/", "--account", "bob", "--hub", url, "--token", alice, "sync"], in: folder)
+        #expect(gone.status == 1 && gone.errors.contains("could not be reached"), "\(gone.errors)")
+        let kept = try Self.converge(["--store", "mallory/", "read", "secret"], in: folder)
+        #expect(kept.output.contains("stolen"), "\(kept.output) \(kept.errors)")
+    }
+
+    @Test func watchWithAHubPrintsAnotherDevicesChanges() throws {
+        let folder = temporaryFolder("cli-watch")
+        let data = folder.appendingPathComponent("data")
+        let token = try HubProcess.createToken(data: data, account: "alice")
+        let hub = try HubProcess(data: data)
+        let url = hubURL(hub.port).absoluteString
+        let watcher = Process()
+        watcher.executableURL = Self.converge
+        watcher.arguments = ["--store", "watcher/", "--replica", "watcher", "--hub", url, "--token", token, "watch", "--interval", "100",
+                             "--count", "60"]
+        watcher.currentDirectoryURL = folder
+        let output = Pipe()
+        watcher.standardOutput = output
+        watcher.standardError = FileHandle.nullDevice
+        try watcher.run()
+        #expect(try Self.converge(["--store", "writer/", "--replica", "writer", "write", "county", "Surrey"], in: folder).status == 0)
+        #expect(try Self.converge(["--store", "writer/", "--hub", url, "--token", token, "sync"], in: folder).status == 0)
+        watcher.waitUntilExit()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(watcher.terminationStatus == 0)
+        #expect(printed.contains(#"{"key":"county","value":"Surrey"}"#), "\(printed)")
+        #expect(hub.stop() == 0)
+    }
+}
