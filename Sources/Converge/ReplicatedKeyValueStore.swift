@@ -66,7 +66,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         var nextID = 0
         var handlers: [Int: @Sendable (StoreEvent) -> Void] = [:]
         /// Called after each local write commits (see ``observeLocalWrites(_:)``).
-        var localWriteHandlers: [Int: @Sendable () -> Void] = [:]
+        var localWriteHandlers: [Int: @Sendable ([String]) -> Void] = [:]
 
         /// Handlers in registration order, so events reach them deterministically.
         var ordered: [@Sendable (StoreEvent) -> Void] {
@@ -145,7 +145,7 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// - Complexity: O(*v*) in the size of the values involved, plus the storage's cost.
     public func setValue(_ value: Value?, forKey key: String) throws(ConvergeError) {
         let key = Self.canonicalSpelling(of: key)
-        defer { notifyLocalWrite() }
+        defer { notifyLocalWrite(keys: [key]) }
         return try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             if !(state.brokenSoftQuota && !quota.admits(state.map.usage)) {
                 try quota.check(writing: value, forKey: key, in: state.map)
@@ -170,7 +170,7 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// - Throws: What ``setValue(_:forKey:)`` throws for any key, checked in order against
     ///   the quota as the batch grows; the store is then unchanged (no key is written).
     public func setValues(_ changes: [(key: String, value: Value?)]) throws(ConvergeError) {
-        defer { notifyLocalWrite() }
+        defer { notifyLocalWrite(keys: changes.map { Self.canonicalSpelling(of: $0.key) }) }
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             var map = state.map
             var clock = state.clock

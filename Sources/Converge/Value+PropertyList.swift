@@ -105,8 +105,14 @@ extension Value {
         do {
             let encoder = PropertyListEncoder()
             encoder.outputFormat = .binary
-            let data = try encoder.encode(instance)
-            object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            // Wrapped in an array: a property list's top level cannot be a scalar (an Int,
+            // a String) for every encoder, and an array's element can.
+            let data = try encoder.encode([instance])
+            guard let wrapped = try PropertyListSerialization.propertyList(from: data, options: [], format: nil) as? [Any],
+                  wrapped.count == 1 else {
+                throw ConvergeError.malformed(.typeMismatch, "the encoder did not give one element")
+            }
+            object = wrapped[0]
         } catch {
             throw .malformed(.typeMismatch, "cannot encode \(T.self) as a property list: \(error)")
         }
@@ -118,8 +124,10 @@ extension Value {
     /// - Throws: ``ConvergeError/malformed(_:)`` if the value does not have the shape of `T`.
     public func decode<T: Decodable>(_ type: T.Type) throws(ConvergeError) -> T {
         do {
-            let data = try PropertyListSerialization.data(fromPropertyList: propertyListObject, format: .binary, options: 0)
-            return try PropertyListDecoder().decode(T.self, from: data)
+            let data = try PropertyListSerialization.data(fromPropertyList: [propertyListObject], format: .binary, options: 0)
+            let decoded = try PropertyListDecoder().decode([T].self, from: data)
+            guard decoded.count == 1 else { throw ConvergeError.malformed(.typeMismatch, "not one element") }
+            return decoded[0]
         } catch {
             throw .malformed(.typeMismatch, "cannot decode \(T.self) from \(self): \(error)")
         }

@@ -54,7 +54,7 @@ public final class AutomaticSync: Sendable {
     /// Starts syncing: a first exchange at once, then as the schedule says. Calling it
     /// again while running does nothing.
     public func start() {
-        let token = store.observeLocalWrites { [weak self] in self?.localWrite() }
+        let token = store.observeLocalWrites { [weak self] _ in self?.localWrite() }
         let started = state.withLock { state -> Bool in
             guard !state.running else { return false }
             state.running = true

@@ -146,20 +146,9 @@ func openStore(_ options: Options, creating: Bool = true, readOnly: Bool = false
     if readOnly { return try openForReading(path, options: options, requestedID: requestedID) }
     do {
         let storage = try SQLiteStorage(path: path)
-        // Record the replica ID inside one write transaction, so that processes opening a
-        // new store at once agree on one ID: the first records it, the others find it.
-        var recorded: ReplicaID?
-        _ = try storage.write(since: nil) { (catchUp: StorageCatchUp) throws(ConvergeError) -> StorageUpdate? in
-            var stored = StoredState()
-            if case .replaceAll(let state)? = catchUp.update { stored = state }
-            if let existing = stored.metadata["replica-id"].flatMap({ ReplicaID(String(decoding: $0, as: UTF8.self)) }) {
-                recorded = existing
-                return nil
-            }
-            recorded = requestedID
-            return .change(StorageChange(context: stored.map.context, clock: stored.clock, metadata: ["replica-id": Array(requested.utf8)]))
-        }
-        let replica = recorded ?? requestedID
+        // Recorded inside one write transaction, so that processes opening a new store at
+        // once agree on one ID: the first records it, the others find it.
+        let replica = try storage.recordedReplicaID(recordingIfAbsent: requestedID)
         if let asked = options.replica, asked != replica.rawValue {
             throw ToolError.usage("this store is replica \(replica); it cannot become \(asked)")
         }

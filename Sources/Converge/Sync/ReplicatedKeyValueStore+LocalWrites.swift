@@ -6,8 +6,9 @@ extension ReplicatedKeyValueStore {
     /// token is cancelled or released. A refused write calls it too: the handler only
     /// learns that something may be new, and must look at the store to find out what.
     ///
-    /// Handlers run on the writing thread, after the store's locks are released.
-    package func observeLocalWrites(_ handler: @escaping @Sendable () -> Void) -> ObservationToken {
+    /// Handlers get the keys written, and run on the writing thread, after the store's
+    /// locks are released.
+    package func observeLocalWrites(_ handler: @escaping @Sendable ([String]) -> Void) -> ObservationToken {
         let id = observers.withLock { observers in
             let id = observers.nextID
             observers.nextID += 1
@@ -19,10 +20,10 @@ extension ReplicatedKeyValueStore {
         }
     }
 
-    /// Tells the local-write observers that a write was attempted.
-    func notifyLocalWrite() {
+    /// Tells the local-write observers that a write of `keys` was attempted.
+    func notifyLocalWrite(keys: [String]) {
         let handlers = observers.withLock { observers in observers.localWriteHandlers.sorted { $0.key < $1.key }.map(\.value) }
-        for handler in handlers { handler() }
+        for handler in handlers { handler(keys) }
     }
 
     /// Whether the hub should be asked again at once: the last reply was one page of
