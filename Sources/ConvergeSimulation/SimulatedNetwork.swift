@@ -141,8 +141,10 @@ struct SimulatedNetwork {
         let fate: NetworkFate
         if healed {
             fate = decisions.healedFate(ofMessage: id, latencyMs: healedLatencyMs)
-            // Only the losses of a partial heal are decisions a trace must record.
-            if fate.delaysMs.isEmpty { usedFates[id] = fate }
+            // A healed network delivers once after the healed latency: any other fate (a loss
+            // of a partial heal, or a decision a trace or a shrunk trace carried over) is a
+            // decision the trace must record, or its replay would deliver cleanly.
+            if fate.delaysMs != [healedLatencyMs] { usedFates[id] = fate }
         } else {
             fate = decisions.fate(ofMessage: id)
             usedFates[id] = fate
