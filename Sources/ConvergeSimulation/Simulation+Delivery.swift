@@ -51,7 +51,9 @@ extension Simulation {
         metrics.messagesSent += 1
         metrics.bytesSent += bytes.count
         digest.update(bytes.count)
-        switch network.send(bytes, from: from, to: to, crashed: isCrashed) {
+        let outcome = network.send(bytes, from: from, to: to, crashed: isCrashed)
+        recordSent(bytes, from: from, to: to, outcome: outcome)
+        switch outcome {
         case .droppedByFault: metrics.messagesDroppedByFaults += 1
         case .droppedByFullQueue: metrics.messagesDroppedByFullQueues += 1
         case .lost: metrics.messagesLost += 1
@@ -67,8 +69,13 @@ extension Simulation {
         let message: SimulatedNetwork.Message
         switch network.deliver(id, crashed: isCrashed) {
         case .none: return
-        case .droppedByFault: metrics.messagesDroppedByFaults += 1; return
-        case .delivered(let delivered): message = delivered
+        case .droppedByFault:
+            metrics.messagesDroppedByFaults += 1
+            recordArrival(of: id, delivered: false)
+            return
+        case .delivered(let delivered):
+            message = delivered
+            recordArrival(of: id, delivered: true)
         }
         let lastCopy = message.copiesLeft == 0
         digest.update(id)

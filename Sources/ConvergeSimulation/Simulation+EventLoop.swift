@@ -44,10 +44,20 @@ extension Simulation {
     /// One step: the event, then the checks that run after every step.
     func step(_ event: Event) {
         handle(event)
+        if timeline != nil {
+            for node in Set(changedThisStep).sorted(by: { Self.lane($0) < Self.lane($1) }) { recordConflicts(on: node) }
+        }
         eventsProcessed += 1
         checkInvariantsAfterStep()
         if eventsProcessed % 256 == 0 { checkLawsOnSampledStates() }
         if eventsProcessed % 256 == 128 { checkSampledReplicaAgainstModel() }
+        if timeline != nil && timeline!.firstViolationMs == nil && !violations.isEmpty { timeline!.firstViolationMs = now }
+    }
+
+    /// Records a ``SimulationTimeline`` while the run goes on (for pictures); call it
+    /// before ``run()``. It does not change the run.
+    package func recordTimeline() {
+        timeline = SimulationTimeline()
     }
 
     func handle(_ event: Event) {
@@ -114,7 +124,13 @@ extension Simulation {
         let report = metrics.report(simulation: self)
         digest.update(JSONCoding.bytes(of: report))
         for violation in violations { digest.update(violation.description) }
+        if timeline != nil {
+            timeline!.healedMs = network.healed ? healTime : nil
+            timeline!.endMs = now
+            if timeline!.firstViolationMs == nil && !violations.isEmpty { timeline!.firstViolationMs = now }
+        }
         return SimulationResult(seed: input.seed, options: options, variant: input.variant, converged: converged,
-                                violations: violations, metrics: report, digest: digest.hex, fates: network.usedFates)
+                                violations: violations, metrics: report, digest: digest.hex, fates: network.usedFates,
+                                timeline: timeline)
     }
 }

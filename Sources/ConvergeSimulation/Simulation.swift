@@ -61,6 +61,8 @@ public final class Simulation {
     package internal(set) var invariantChecks = 0
     /// The replicas the current step changed, for the checks after it.
     var changedThisStep: [SimulatedNetwork.Node] = []
+    /// What happened when, if recorded (see ``recordTimeline()``).
+    var timeline: SimulationTimeline?
     var ledger = WriteLedger()
     /// What every replica must hold, from what the simulator observed (the oracle).
     var model = ReferenceModel()

@@ -17,6 +17,8 @@ public struct SimulationResult: Sendable {
     public var digest: String
     /// The network decisions the run used, by message (for the trace).
     package var fates: [Int: NetworkFate]
+    /// What happened when, if the run recorded it (``Simulation/recordTimeline()``).
+    package var timeline: SimulationTimeline? = nil
 
     /// Whether no checker failed.
     public var passed: Bool { violations.isEmpty }

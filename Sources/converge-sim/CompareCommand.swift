@@ -24,7 +24,11 @@ enum CompareCommand: Subcommand {
         name: "--csv", value: nil, help: "one CSV row per policy and seed, with a header (for plotting)"
     ) { arguments, _ throws(UsageError) in arguments.csv = true }
 
-    static var ownFlags: [Flag<RunArguments>] { [policiesFlag, csvFlag] + RunArguments.runFlags.filter { $0.name != "--trace" } }
+    static let htmlFlag = Flag<RunArguments>(
+        name: "--html", value: "OUT.html", help: "also write the means and intervals as SVG charts in one HTML page"
+    ) { arguments, value throws(UsageError) in arguments.html = value }
+
+    static var ownFlags: [Flag<RunArguments>] { [policiesFlag, csvFlag, htmlFlag] + RunArguments.runFlags.filter { $0.name != "--trace" } }
     static var flags: [Flag<RunArguments>] { ownFlags + RunArguments.overrideFlags(excluding: ["policy"]) }
 
     static var help: String {
@@ -37,7 +41,9 @@ enum CompareCommand: Subcommand {
         concurrent values a policy did not show before a write replaced them (nothing is lost:
         every write is kept until then, and conflicts are reported); "value-remove conflicts"
         are writes that replaced a value and a concurrent removal (add-wins and remove-wins
-        differ there). --csv prints one row per policy and seed instead.
+        differ there). --csv prints one row per policy and seed instead; --html also writes
+        the figures as charts (one per metric, a bar per policy with its interval) in one
+        self-contained page.
         """ + "\n\n" + (Flag.helpLines(ownFlags) + ["", "Options of the scenario, overridden:"] + RunArguments.overrideHelp(excluding: ["policy"]))
             .joined(separator: "\n")
     }
@@ -69,6 +75,10 @@ enum CompareCommand: Subcommand {
                 }
             }
             rows.append((policy, results))
+        }
+        if let html = arguments.html {
+            try writeText(PolicyCharts.html(rows, scenario: base.name, seeds: arguments.seeds), to: html)
+            if !arguments.json && !arguments.csv { printLine("charts written to \(html)") }
         }
         guard !arguments.json else { return anyFailed ? 1 : 0 }
         if arguments.csv {

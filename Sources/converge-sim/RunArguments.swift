@@ -19,6 +19,8 @@ struct RunArguments {
     var policies: [PolicyName] = []
     /// `compare --csv`: one row per policy and seed.
     var csv = false
+    /// `compare --html OUT.html`: the charts' page.
+    var html: String?
 
     /// Whether one seed is run (its report prints every option).
     var singleSeed: Bool { sawSeed }

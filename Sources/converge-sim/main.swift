@@ -5,7 +5,7 @@ import Foundation
 // Exit codes: 0 every run passed; 1 a checker failed (the reproduce command is printed);
 // 2 bad usage.
 
-let subcommands: [any Subcommand.Type] = [RunCommand.self, CompareCommand.self, SweepCommand.self, ReplayCommand.self, ShrinkCommand.self,
+let subcommands: [any Subcommand.Type] = [RunCommand.self, CompareCommand.self, SweepCommand.self, ReplayCommand.self, ShrinkCommand.self, ViewCommand.self,
                                           OptionsCommand.self]
 
 let generalHelp = """
