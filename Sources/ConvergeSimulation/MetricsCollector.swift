@@ -37,6 +37,7 @@ struct MetricsCollector {
 
     func report(simulation: Simulation) -> SimulationMetrics {
         var metrics = SimulationMetrics(policy: simulation.options.policy)
+        if let custom = simulation.input.customPolicy { metrics.policy.name = custom.name }
         let operations = sets + removes + reads + explicitSyncs
         func ratio(_ a: Int, _ b: Int) -> Double? { b == 0 ? nil : Double(a) / Double(b) }
         metrics.operations = .init(set: sets, remove: removes, read: reads, synchronize: explicitSyncs,

@@ -54,7 +54,7 @@ public struct Scenario: Sendable {
     /// - Throws: ``ScenarioError`` if `option` is not an option a scenario sets (such as
     ///   ``SimulationOptions/derived``), or `value` is out of its range; the scenario is
     ///   then unchanged.
-    public mutating func set<Value>(_ option: WritableKeyPath<SimulationOptions, Value>, to value: Value) throws(ScenarioError) {
+    public mutating func set<Value>(_ option: KeyPath<SimulationOptions, Value>, to value: Value) throws(ScenarioError) {
         guard let spec = SimulationOptionTable.spec(for: option) else { throw ScenarioError("\(option) is not an option a scenario sets") }
         let optionValue: OptionValue
         switch value {

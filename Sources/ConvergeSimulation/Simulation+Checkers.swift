@@ -28,7 +28,7 @@ extension Simulation {
     /// its account), in state and in visible values.
     func convergenceDifference() -> String? {
         var reference: [AccountID: (name: String, state: ReplicatedMap, values: [String: Value])] = [:]
-        let policy = options.policy.policy
+        let policy = input.customPolicy ?? options.policy.policy
         if options.topology == .hub {
             for account in hub.accountIDs {
                 let state = hub.state(of: account)

@@ -76,7 +76,7 @@ extension Simulation {
     func restartHub(outage: Int?) {
         guard let durable = hubDurableState else { return }
         hubDurableState = nil
-        var restarted = Self.makeHub(options: options, hooks: hooks)
+        var restarted = Self.makeHub(options: options, hooks: hooks, policy: input.customPolicy)
         for (account, bytes) in durable where !hooks.hubRestartsEmpty {
             do { try restarted.restoreState(bytes, of: account) } catch {
                 violations.append(Violation(.storage, "the hub could not restart from its durable state of \(account): \(error)"))

@@ -83,7 +83,7 @@ public final class Simulation {
         options = input.options
         quota = options.quota
         hooks = VariantHooks(input.variant, ambientJitter: input.ambientJitter)
-        hub = Self.makeHub(options: options, hooks: hooks)
+        hub = Self.makeHub(options: options, hooks: hooks, policy: input.customPolicy)
         let decisions: any NetworkDecisions
         if let recorded = input.recordedFates {
             decisions = RecordedNetworkDecisions(fates: recorded, defaultDelayMs: options.minLatencyMs)
@@ -93,7 +93,7 @@ public final class Simulation {
         network = SimulatedNetwork(decisions: decisions, queueCapacity: options.queueCapacity,
                                    healedLatencyMs: options.minLatencyMs)
         for index in 0..<options.devices {
-            let policy = hooks.readPolicy(ofDevice: index, configured: options.policy)
+            let policy = input.customPolicy ?? hooks.readPolicy(ofDevice: index, configured: options.policy)
             var device = SimulatedDevice(index: index, quota: quota, policies: MergePolicies(default: policy),
                                          hubRequestBytes: options.hubMessageBytes)
             device.removesAreNoOps = hooks.removesAreNoOps
@@ -109,9 +109,9 @@ public final class Simulation {
 
     /// The hub of a run, as it starts (and restarts after a crash): with the broken
     /// behaviours of the run's variant, if any.
-    static func makeHub(options: SimulationOptions, hooks: VariantHooks) -> HubSyncMachine {
+    static func makeHub(options: SimulationOptions, hooks: VariantHooks, policy custom: MergePolicy?) -> HubSyncMachine {
         var hub = HubSyncMachine(hubID: "hub", quota: hooks.hubQuota(options.quota),
-                                 policies: MergePolicies(default: options.policy.policy),
+                                 policies: MergePolicies(default: custom ?? options.policy.policy),
                                  retirementIntervalMilliseconds: UInt64(options.retirementMs))
         hub.maximumClockOffsetMilliseconds = SimulatedDevice.clockOffsetTolerance
         hub.maximumReplyBytes = options.hubMessageBytes

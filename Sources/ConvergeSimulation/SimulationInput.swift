@@ -1,3 +1,5 @@
+import Converge
+
 /// Everything a run needs: the resolved options and the plan (operations and faults), and
 /// where network decisions come from. A trace records all of it, so ``SimulationInput`` is
 /// what `replay` and `shrink` rebuild.
@@ -15,6 +17,14 @@ public struct SimulationInput: Sendable {
     /// For ``BrokenVariant/nondeterministic`` only: a source of ambient randomness the
     /// caller injects (the simulator itself never reads any).
     package var ambientJitter: (@Sendable () -> Int)?
+    /// A merge policy of your own that every replica (each device and the hub) reads with,
+    /// instead of the scenario's `policy`; the report's policy metrics carry its name.
+    ///
+    /// Every checker runs, except the reference model's check of reads, which knows the
+    /// rules of the built-in policies only; that replicas hold every current write, and
+    /// converge, is checked as for any policy. A trace does not record it: replay a
+    /// custom policy's run from Swift, with the same input.
+    public var customPolicy: MergePolicy?
 
     package init(seed: UInt64, options: SimulationOptions, plan: [TimedEvent], recordedFates: [Int: NetworkFate]? = nil,
                  variant: BrokenVariant? = nil) {
