@@ -30,7 +30,6 @@ public struct HubHTTPTransport: SyncTransport {
     public static let maximumAnswerBytes = SyncMessage.maximumEncodedBytes + 65_536
 
     private let token: String
-    private let session: URLSession
     private let randomFraction: @Sendable () -> Double
     private let sleep: @Sendable (Duration) async throws -> Void
 
@@ -55,13 +54,6 @@ public struct HubHTTPTransport: SyncTransport {
         self.timeout = timeout
         self.randomFraction = randomFraction
         self.sleep = sleep
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = RetryPolicy.seconds(timeout)
-        configuration.timeoutIntervalForResource = RetryPolicy.seconds(timeout)
-        configuration.httpCookieStorage = nil
-        configuration.urlCache = nil
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
     }
 
     /// Posts `request` to the hub's `/sync` and returns the answer's bytes, retrying what
@@ -98,22 +90,17 @@ public struct HubHTTPTransport: SyncTransport {
             let failure: HubTransportError
             var retryAfter: Duration?
             do {
-                let (data, response): (Data, URLResponse)
-                if let body {
-                    (data, response) = try await session.upload(for: request, from: body)
-                } else {
-                    (data, response) = try await session.data(for: request)
-                }
-                guard let http = response as? HTTPURLResponse else { throw HubTransportError.invalidAnswer("not an HTTP response") }
-                guard data.count <= Self.maximumAnswerBytes else {
-                    throw HubTransportError.invalidAnswer("\(data.count) bytes, more than the \(Self.maximumAnswerBytes) a hub sends")
-                }
+                let (data, http) = try await HubHTTPSession.shared.send(request, body: body, limit: Self.maximumAnswerBytes)
                 switch http.statusCode {
                 case 200:
                     return [UInt8](data)
                 case 408, 429, 500...599:
                     failure = .unavailable(status: http.statusCode, message: Self.text(data), attempts: attempt)
                     retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap { Int($0) }.map { .seconds(max(0, $0)) }
+                case 300...399:
+                    // Never followed: the token would go wherever the hub points.
+                    let target = http.value(forHTTPHeaderField: "Location") ?? "nowhere"
+                    throw HubTransportError.invalidAnswer("the hub redirected (HTTP \(http.statusCode)) to \(target); redirects are not followed, so the token is sent nowhere else: use the final URL")
                 case 400...499:
                     throw HubTransportError.refused(status: http.statusCode, message: Self.text(data))
                 default:
@@ -123,6 +110,11 @@ public struct HubHTTPTransport: SyncTransport {
                 throw error
             } catch is CancellationError {
                 throw CancellationError()
+            } catch HubHTTPSession.Failure.tooLarge(let bytes) {
+                throw HubTransportError.invalidAnswer("\(bytes) bytes or more, more than the \(Self.maximumAnswerBytes) a hub sends; not read")
+            } catch let error as URLError where [.unsupportedURL, .badURL].contains(error.code) {
+                // Not a network failure: retrying cannot help.
+                throw HubTransportError.invalidAnswer("the URL \(request.url?.absoluteString ?? "") cannot be used (\(error.localizedDescription)); for an IPv6 address, use a host name")
             } catch {
                 failure = .unreachable(error.localizedDescription, attempts: attempt)
             }

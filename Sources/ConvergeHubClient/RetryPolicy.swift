@@ -43,15 +43,25 @@ public struct RetryPolicy: Hashable, Sendable {
     ///   - randomFraction: A random number in `0...1` (the jitter).
     ///   - retryAfter: What the hub asked for, if it did.
     public func delay(beforeRetry retry: Int, randomFraction: Double, retryAfter: Duration? = nil) -> Duration {
-        let ceiling = min(Self.seconds(maximumDelay),
-                          Self.seconds(initialDelay) * pow(multiplier, Double(max(0, min(retry - 1, 64)))))
-        var delay = ceiling * min(1, max(0, randomFraction))
+        let steps = retry <= 1 ? 0.0 : Double(min(retry, 65) - 1)
+        let ceiling = min(Self.seconds(maximumDelay), Self.seconds(initialDelay) * pow(multiplier, steps))
+        let fraction = randomFraction.isNaN ? 0 : min(1, max(0, randomFraction))
+        var delay = ceiling * fraction
         if let retryAfter { delay = max(delay, min(Self.seconds(retryAfter), Self.seconds(maximumDelay))) }
-        return .nanoseconds(Int64((delay * 1e9).rounded()))
+        return Self.duration(seconds: delay)
     }
 
+    /// A duration in seconds, never negative (a negative one counts as zero).
     static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        max(0, Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
+
+    /// The duration of `seconds`, at most about 292 years (`Int64.max` nanoseconds), so a
+    /// policy with no practical cap (`.seconds(Int64.max)`) cannot overflow.
+    static func duration(seconds: Double) -> Duration {
+        let nanoseconds = seconds * 1e9
+        guard nanoseconds.isFinite, nanoseconds < 9.2e18 else { return .nanoseconds(Int64.max) }
+        return .nanoseconds(Int64(max(0, nanoseconds).rounded()))
     }
 
 }

@@ -33,11 +33,16 @@ public struct SyncSchedule: Hashable, Sendable {
         public init(debounce: Duration = .milliseconds(500), maximumDebounce: Duration = .seconds(5),
                     interval: Duration = .seconds(60),
                     retry: RetryPolicy = RetryPolicy(initialDelay: .seconds(1), maximumDelay: .seconds(300))) {
-            self.debounce = debounce
-            self.maximumDebounce = max(debounce, maximumDebounce)
-            self.interval = interval
+            self.debounce = max(debounce, .zero)
+            self.maximumDebounce = max(self.debounce, maximumDebounce)
+            // Never a tight loop: at least a tenth of a second between periodic syncs and
+            // between retries.
+            self.interval = max(interval, Self.shortestWait)
             self.retry = retry
         }
+
+        /// The shortest period, and the shortest wait after a failure.
+        public static let shortestWait = Duration.milliseconds(100)
     }
 
     /// The intervals.
@@ -97,11 +102,12 @@ public struct SyncSchedule: Hashable, Sendable {
                 // from no earlier than then.
                 pendingWrites = pending.latest < started ? nil : PendingWrites(first: max(pending.first, started), latest: pending.latest)
             }
-            periodicDue = moreToCome ? now : now + Self.milliseconds(configuration.interval)
+            periodicDue = moreToCome ? now : now.addingSaturating(Self.milliseconds(configuration.interval))
         } else {
             consecutiveFailures += 1
-            let delay = configuration.retry.delay(beforeRetry: consecutiveFailures, randomFraction: randomFraction)
-            backoffUntil = now + Self.milliseconds(delay)
+            let delay = max(configuration.retry.delay(beforeRetry: consecutiveFailures, randomFraction: randomFraction),
+                            Configuration.shortestWait)
+            backoffUntil = now.addingSaturating(Self.milliseconds(delay))
             periodicDue = backoffUntil
         }
         reschedule()
@@ -112,14 +118,26 @@ public struct SyncSchedule: Hashable, Sendable {
     private mutating func reschedule() {
         var next = periodicDue
         if let pending = pendingWrites {
-            let debounced = min(pending.latest + Self.milliseconds(configuration.debounce),
-                                pending.first + Self.milliseconds(configuration.maximumDebounce))
+            let debounced = min(pending.latest.addingSaturating(Self.milliseconds(configuration.debounce)),
+                                pending.first.addingSaturating(Self.milliseconds(configuration.maximumDebounce)))
             next = min(next, debounced)
         }
         nextSyncMilliseconds = max(next, backoffUntil)
     }
 
+    /// Whole milliseconds of `duration`: never negative, and at most `UInt64.max / 4`, so
+    /// that adding it to any clock reading below that cannot overflow.
     static func milliseconds(_ duration: Duration) -> UInt64 {
-        UInt64(max(0, (RetryPolicy.seconds(duration) * 1_000).rounded()))
+        let value = (RetryPolicy.seconds(duration) * 1_000).rounded()
+        guard value.isFinite, value < Double(UInt64.max / 4) else { return UInt64.max / 4 }
+        return UInt64(max(0, value))
+    }
+}
+
+/// Saturating addition for clock readings: a sum past `UInt64.max` is `UInt64.max`.
+private extension UInt64 {
+    func addingSaturating(_ other: UInt64) -> UInt64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }

@@ -264,6 +264,71 @@ struct HubClientTests {
         #expect(laptop.string(forKey: "theme") == "dark")
     }
 
+    @Test func redirectsAreNotFollowedSoTheTokenGoesNowhereElse() async throws {
+        // Another server, standing for another host, counts what reaches it.
+        let elsewhere = try FlakyHub(failures: Array(repeating: .text(.ok, "caught"), count: 10))
+        let elsewhereURL = try elsewhere.start()
+        defer { elsewhere.stop() }
+        for status in [HTTPStatus(code: 307, reasonPhrase: "Temporary Redirect"), HTTPStatus(code: 301, reasonPhrase: "Moved Permanently")] {
+            let hub = try FlakyHub(failures: [.text(status, "moved", headers: [("Location", elsewhereURL.appendingPathComponent("sync").absoluteString)])])
+            let url = try hub.start()
+            defer { hub.stop() }
+            let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+            try phone.setValue(.string("v"), forKey: "k")
+            do {
+                try await phone.sync()
+                Issue.record("a redirect was taken as an answer")
+            } catch let error as HubTransportError {
+                guard case .invalidAnswer(let detail) = error else {
+                    Issue.record("expected invalidAnswer, got \(error)")
+                    continue
+                }
+                #expect(detail.contains("redirected (HTTP \(status.code))") && !error.isTransient)
+            }
+        }
+        #expect(elsewhere.requests.withLock { $0 } == 0, "a request (and its token) reached the other host")
+    }
+
+    @Test func anAnswerAnnouncedLargerThanAnySyncMessageIsNotDownloaded() async throws {
+        // 64 MiB announced: refused from its Content-Length; the client does not read it.
+        let huge = HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")],
+                                body: [UInt8](repeating: 7, count: 64 << 20))
+        let hub = try FlakyHub(failures: [huge])
+        let url = try hub.start()
+        defer { hub.stop() }
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        do {
+            try await phone.sync()
+            Issue.record("a 64 MiB answer was taken")
+        } catch HubTransportError.invalidAnswer(let detail) {
+            #expect(detail.contains("not read"), "\(detail)")
+        }
+    }
+
+    @Test func oddPolicyAndScheduleValuesNeverTrap() {
+        let uncapped = RetryPolicy(maximumAttempts: 3, initialDelay: .seconds(1), maximumDelay: .seconds(Int64.max))
+        #expect(uncapped.delay(beforeRetry: 1_000_000, randomFraction: 1) == .nanoseconds(Int64.max))
+        #expect(uncapped.delay(beforeRetry: 1, randomFraction: 0.5, retryAfter: .seconds(Int64.max)) == .nanoseconds(Int64.max))
+        #expect(RetryPolicy().delay(beforeRetry: Int.min, randomFraction: .nan) == .zero)
+        #expect(RetryPolicy(initialDelay: .seconds(-5)).delay(beforeRetry: 1, randomFraction: 1) == .zero)
+        var schedule = SyncSchedule(configuration: SyncSchedule.Configuration(debounce: .seconds(-1), interval: .seconds(Int64.max),
+                                                                              retry: RetryPolicy(initialDelay: .zero, maximumDelay: .zero)),
+                                    nowMilliseconds: UInt64.max - 10)
+        schedule.localWrite(nowMilliseconds: UInt64.max - 5)
+        schedule.syncEnded(startedMilliseconds: UInt64.max - 4, nowMilliseconds: UInt64.max - 1, succeeded: true)
+        #expect(schedule.nextSyncMilliseconds == UInt64.max)
+        schedule.syncEnded(startedMilliseconds: UInt64.max, nowMilliseconds: UInt64.max, succeeded: false, randomFraction: 1)
+        #expect(schedule.nextSyncMilliseconds == UInt64.max)
+        // Zero everywhere is not a tight loop: a tenth of a second at least.
+        var eager = SyncSchedule(configuration: SyncSchedule.Configuration(debounce: .zero, maximumDebounce: .zero, interval: .zero,
+                                                                           retry: RetryPolicy(initialDelay: .zero, maximumDelay: .zero)),
+                                 nowMilliseconds: 0)
+        eager.syncEnded(startedMilliseconds: 0, nowMilliseconds: 0, succeeded: true)
+        #expect(eager.nextSyncMilliseconds == 100)
+        eager.syncEnded(startedMilliseconds: 100, nowMilliseconds: 100, succeeded: false)
+        #expect(eager.nextSyncMilliseconds == 200)
+    }
+
     // MARK: Automatic sync
 
     /// Waits up to `seconds` for `condition`. Generous: while other tests block the

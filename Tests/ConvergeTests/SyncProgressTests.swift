@@ -100,4 +100,60 @@ struct SyncProgressTests {
         try await trusting.sync()
         #expect(hub.state().entries.isEmpty)
     }
+
+    /// A hub machine behind a transport, whose state a test can copy and put back (a
+    /// backup restored) or replace (another hub under the same account).
+    final class MachineTransport: SyncTransport {
+        let hub = Mutex(HubSyncMachine(hubID: "hub"))
+        let kinds = Mutex<[String]>([])
+
+        func exchange(_ request: [UInt8]) async throws -> [UInt8] {
+            let message = try SyncMessage(encoded: request)
+            kinds.withLock { kinds in
+                switch message {
+                case .push(let push): kinds.append("push \(push.delta.entries.keys.sorted())")
+                default: kinds.append("poll")
+                }
+            }
+            var compensations: [HubCompensation] = []
+            return try hub.withLock { hub in try hub.receive(message, nowMilliseconds: SystemClock().nowMilliseconds(),
+                                                             compensations: &compensations) }.encoded()
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func aHubRestoredFromAnOlderCopyGetsBackTheWritesItLost(writesAfterTheRestore: Bool) async throws {
+        let transport = MachineTransport()
+        let storage = InMemoryStorage()
+        let phone = try ReplicatedKeyValueStore(replicaID: "phone", transport: transport, storage: storage)
+        try phone.setValue(.string("v0"), forKey: "k0")
+        try await phone.sync()
+        let backup = transport.hub.withLock { $0 }
+        try phone.setValue(.string("v1"), forKey: "k1")
+        try await phone.sync()
+        // The hub is restored from the backup (it lost k1), and the phone restarts.
+        transport.hub.withLock { $0 = backup }
+        let restarted = try ReplicatedKeyValueStore(replicaID: "phone", transport: transport, storage: storage)
+        if writesAfterTheRestore { try restarted.setValue(.string("v2"), forKey: "k2") }
+        for _ in 0..<3 { try await restarted.sync() }
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: transport)
+        try await tablet.sync()
+        #expect(tablet.string(forKey: "k1") == "v1", "the write the restored hub lost never came back: \(transport.kinds.withLock { $0 })")
+        #expect(tablet.string(forKey: "k0") == "v0")
+        if writesAfterTheRestore { #expect(tablet.string(forKey: "k2") == "v2") }
+    }
+
+    @Test func anotherHubUnderTheSameAccountGetsEverything() async throws {
+        let transport = MachineTransport()
+        let storage = InMemoryStorage()
+        let phone = try ReplicatedKeyValueStore(replicaID: "phone", transport: transport, storage: storage)
+        try phone.setValue(.string("old"), forKey: "old")
+        try await phone.sync()
+        transport.hub.withLock { $0 = HubSyncMachine(hubID: "hub") }   // a new, empty hub
+        let reopened = try ReplicatedKeyValueStore(replicaID: "phone", transport: transport, storage: storage)
+        try reopened.setValue(.string("new"), forKey: "new")
+        try await reopened.sync()
+        try await reopened.sync()
+        #expect(transport.hub.withLock { $0.state(of: .default).entries.keys.sorted() } == ["new", "old"])
+    }
 }

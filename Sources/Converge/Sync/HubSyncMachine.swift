@@ -135,6 +135,7 @@ public struct HubSyncMachine: Sendable {
     public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64,
                                  compensations: inout [HubCompensation]) throws(ConvergeError) -> SyncReply {
         try check(push, nowMilliseconds: nowMilliseconds)
+        if let reply = answerToLostBasis(push) { return reply }
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
@@ -195,6 +196,24 @@ public struct HubSyncMachine: Sendable {
         accounts[push.account] = state
         _checkInvariants(of: push.account)
         return reply
+    }
+
+    /// The answer to a push whose device believes the hub holds more of its writes than it
+    /// does (``SyncPush/basis``): a hub restored from an older copy, or another hub under
+    /// the same account. The push was computed for that belief and leaves those writes
+    /// out, and the hub believes a device's context for its own writes, so taking it would
+    /// mark them seen for good. It is not applied; the reply is what the device lacks, under
+    /// the hub's context, whose lower counter of the device's writes tells the device to
+    /// push again from there (``DeviceSyncMachine/receive(_:)``). Nothing changes.
+    func answerToLostBasis(_ push: SyncPush) -> SyncReply? {
+        let state = accounts[push.account] ?? AccountState()
+        guard push.basis > state.map.context[push.device] else { return nil }
+        let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
+        let believed = Self.believable(push.delta, from: push.device, sent: sent)
+        let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account)
+        let page = state.map.delta(for: believed, maximumBytes: budget)
+        return SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
+                         moreToCome: !page.complete, partialKeys: page.partialKeys)
     }
 
     /// Handles a request (a push or a poll) and returns the message to answer with: a

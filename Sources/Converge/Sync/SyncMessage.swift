@@ -28,10 +28,17 @@ public struct SyncPush: Hashable, Sendable {
     /// order: the hub joins them without dropping anything (see
     /// ``ReplicatedMap/apply(_:partialKeys:)``). Empty unless ``moreToCome``.
     public var partialKeys: [String]
+    /// The highest counter of the device's own writes the device believes the hub holds
+    /// (what the hub's replies reported), which `delta` leaves out; 0 if none. A hub that
+    /// holds less (restored from an older copy, or another hub under the same account)
+    /// must not take the push's context for those writes: it answers with
+    /// ``SyncReply/basisLost`` and the device pushes them again.
+    public var basis: UInt64
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
     public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false,
-                acknowledgedThrough: String? = nil, moreToCome: Bool = false, partialKeys: [String] = []) {
+                acknowledgedThrough: String? = nil, moreToCome: Bool = false, partialKeys: [String] = [], basis: UInt64 = 0) {
+        self.basis = basis
         self.account = account
         self.device = device
         self.delta = delta
@@ -182,8 +189,11 @@ public enum SyncMessage: Hashable, Sendable {
             var flags: UInt8 = push.acknowledgesFullState ? 1 : 0
             if push.acknowledgedThrough != nil { flags |= 2 }
             if push.moreToCome { flags |= 4 }
+            // 8: the basis follows (absent when 0, so a first push reads as before).
+            if push.basis > 0 { flags |= 8 }
             writer.writeByte(flags)
             if let through = push.acknowledgedThrough { writer.writeString(through) }
+            if push.basis > 0 { writer.writeVarint(push.basis) }
             push.delta.encode(into: &writer)
             if push.moreToCome { Self.writeKeys(push.partialKeys, into: &writer) }
         case .reply(let reply):
@@ -249,13 +259,18 @@ public enum SyncMessage: Hashable, Sendable {
         case .push:
             let device = try Self.readReplica(&reader)
             let flags = try reader.readByte()
-            guard flags & ~7 == 0, flags & 3 != 2 else { throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1) }
+            guard flags & ~15 == 0, flags & 3 != 2 else { throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1) }
             let through = flags & 2 != 0 ? try reader.readString() : nil
+            let basisAt = reader.offset
+            let basis = flags & 8 != 0 ? try reader.readVarint() : 0
+            guard flags & 8 == 0 || (1...Dot.maximumCounter).contains(basis) else {
+                throw .malformed(.outOfRange, "push basis \(basis) out of range", at: basisAt)
+            }
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             let moreToCome = flags & 4 != 0
             let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
             self = .push(SyncPush(account: account, device: device, delta: delta, acknowledgesFullState: flags & 1 != 0,
-                                  acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys))
+                                  acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys, basis: basis))
         case .poll:
             let device = try Self.readReplica(&reader)
             self = .poll(SyncPoll(account: account, device: device, digest: try reader.readFixed64()))
