@@ -71,7 +71,8 @@ nonisolated let usage = """
       converge-hub token create --data DIR --account ACCOUNT
 
     serve runs the hub: POST /sync (one binary sync message, Authorization: Bearer TOKEN),
-    GET /health, GET /metrics (Prometheus). One log line per request on standard error.
+    GET /account (the token's account, as text), GET /health, GET /metrics (Prometheus).
+    One log line per request on standard error.
     SIGTERM or SIGINT stops it cleanly. Its options:
     \(serveOptions.map { "  \("\($0.flag) \($0.valueName)".padding(toLength: 34, withPad: " ", startingAt: 0)) \($0.help)" }.joined(separator: "\n"))
 

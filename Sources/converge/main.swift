@@ -42,6 +42,9 @@ let usage = """
 enum ToolError: Error {
     case usage(String)
     case failed(String)
+    /// The hub refused (a wrong token, another account): exit 1, and `watch` stops,
+    /// since trying again cannot help.
+    case refused(String)
 }
 
 struct Options {
@@ -153,10 +156,11 @@ func openStore(_ options: Options, creating: Bool = true, readOnly: Bool = false
             throw ToolError.usage("this store is replica \(replica); it cannot become \(asked)")
         }
         let store: ReplicatedKeyValueStore
-        if let transport, let asked = options.account {
+        if let transport {
             // A store that never recorded an account (written before it first synced) takes
             // the hub's account with its data; one on another account is switched.
             let recorded = try storage.load()?.metadata["account"].map { String(decoding: $0, as: UTF8.self) }
+            let asked = options.account ?? recorded.flatMap { AccountID($0) } ?? .default
             store = try ReplicatedKeyValueStore(replicaID: replica, transport: transport, account: asked, storage: storage)
             if let recorded, recorded != asked.rawValue {
                 complain("converge: switched this store from account \(recorded) to \(asked) (\(recorded)'s data is kept aside: --account \(recorded) switches back)\n")
@@ -185,6 +189,11 @@ func sortedKeys(_ keys: some Sequence<String>) -> [String] {
 func run(_ options: Options) throws(ToolError) {
     guard let name = options.command.first else { throw .usage("no command given") }
     let arguments = Array(options.command.dropFirst())
+    var options = options
+    if options.hub != nil, !["sync", "watch"].contains(name) {
+        // With --hub, every command works on the token's account, as sync does.
+        options.account = try tokenAccount(of: hubTransport(options), asked: options.account, tolerateUnreachable: false)
+    }
     switch name {
     case "write":
         var rest = arguments
@@ -280,7 +289,7 @@ func run(_ options: Options) throws(ToolError) {
             }
         }
         guard options.hub == nil || options.syncFolder == nil else { throw .usage("give --hub or --sync-folder, not both") }
-        let store = try options.hub == nil ? openStore(options) : openHubStore(options).store
+        let store = try options.hub == nil ? openStore(options) : openHubStore(options, tolerateUnreachable: true).store
         if options.syncFolder == nil && options.hub == nil {
             complain("converge: watching this store's own changes only (other processes' writes); give --hub URL or --sync-folder DIR to sync too\n")
         }
@@ -299,11 +308,9 @@ func run(_ options: Options) throws(ToolError) {
             }
             if options.hub != nil {
                 // A hub that cannot be reached now may be reached later: say so and go on.
-                do { _ = try syncWithHub(store) } catch .failed(let message) where !message.hasPrefix("refused: ") {
+                do { _ = try syncWithHub(store) } catch .failed(let message) {
                     complain("converge: \(message)\n")
-                } catch .failed(let message) {
-                    throw .failed(String(message.dropFirst("refused: ".count)))
-                } catch { throw error }
+                }
             }
             let current = store.values
             for key in sortedKeys(Set(previous.keys).union(current.keys)) where previous[key] != current[key] {
@@ -320,21 +327,43 @@ func run(_ options: Options) throws(ToolError) {
 
 /// Opens the store at `--store` with a transport to `--hub`, on the account asked for
 /// (`--account`), or else the token's (asked of the hub).
-func openHubStore(_ options: Options) throws(ToolError) -> (store: ReplicatedKeyValueStore, transport: HubHTTPTransport) {
+func openHubStore(_ options: Options, tolerateUnreachable: Bool = false) throws(ToolError) -> (store: ReplicatedKeyValueStore, transport: HubHTTPTransport) {
+    let transport = try hubTransport(options)
+    var options = options
+    options.account = try tokenAccount(of: transport, asked: options.account, tolerateUnreachable: tolerateUnreachable)
+    return (try openStore(options, transport: transport), transport)
+}
+
+/// The transport to `--hub` with the token of `--token` or `CONVERGE_TOKEN`.
+func hubTransport(_ options: Options) throws(ToolError) -> HubHTTPTransport {
     guard let hub = options.hub else { throw .usage("--hub URL is required") }
     guard let token = options.token ?? ProcessInfo.processInfo.environment["CONVERGE_TOKEN"], !token.isEmpty else {
         throw .usage("--hub needs a token: --token TOKEN, or CONVERGE_TOKEN in the environment")
     }
-    let transport = HubHTTPTransport(hub: hub, token: token)
-    var options = options
-    if options.account == nil {
-        do {
-            options.account = try blocking { try await transport.account() }
-        } catch {
-            throw .failed("cannot learn the token's account from \(hub.absoluteString): \(error)")
-        }
+    return HubHTTPTransport(hub: hub, token: token)
+}
+
+/// The account to open the store on for `transport`'s token: the token's, checked against
+/// `asked` (a typo must not switch the store to an empty account), before anything changes.
+///
+/// - Parameter tolerateUnreachable: For `watch`: if the hub cannot be reached now, go on
+///   with `asked`, or the store's own account, and let later rounds reach it.
+func tokenAccount(of transport: HubHTTPTransport, asked: AccountID?, tolerateUnreachable: Bool) throws(ToolError) -> AccountID? {
+    let account: AccountID
+    do {
+        account = try blocking { try await transport.account() }
+    } catch let error as HubTransportError where error.isTransient && tolerateUnreachable {
+        complain("converge: \(error); going on with \(asked.map { "account \($0)" } ?? "the store's account")\n")
+        return asked
+    } catch let error as HubTransportError where !error.isTransient {
+        throw .refused("cannot learn the token's account from \(transport.hub.absoluteString): \(error)")
+    } catch {
+        throw .failed("cannot learn the token's account from \(transport.hub.absoluteString): \(error)")
     }
-    return (try openStore(options, transport: transport), transport)
+    if let asked, asked != account {
+        throw .refused("the token belongs to account \(account), not \(asked); nothing changed")
+    }
+    return account
 }
 
 /// What a sync with the hub did.
@@ -347,8 +376,8 @@ struct HubSyncOutcome {
 /// Exchanges with the hub until it has nothing more to send at once (the pages of a
 /// large state, the acknowledgement of a full state).
 ///
-/// - Throws: `.failed("refused: …")` if the hub refused (retrying will not help), or
-///   `.failed` with the reason it could not be reached.
+/// - Throws: `.refused` if the hub refused or its answer cannot be used (retrying will
+///   not help), or `.failed` with the reason it could not be reached.
 func syncWithHub(_ store: ReplicatedKeyValueStore) throws(ToolError) -> HubSyncOutcome {
     let outcome = Mutex(HubSyncOutcome())
     let observation = store.observe { event in
@@ -363,7 +392,7 @@ func syncWithHub(_ store: ReplicatedKeyValueStore) throws(ToolError) -> HubSyncO
         do {
             try blocking { try await store.sync() }
         } catch let error as HubTransportError where !error.isTransient {
-            throw .failed("refused: \(error)")
+            throw .refused("\(error)")
         } catch {
             throw .failed("\(error)")
         }
@@ -434,6 +463,9 @@ do {
     complain("converge: \(message)\nRun `converge --help` for usage.\n")
     exit(2)
 } catch .failed(let message) {
+    complain("converge: \(message)\n")
+    exit(1)
+} catch .refused(let message) {
     complain("converge: \(message)\n")
     exit(1)
 }

@@ -67,7 +67,11 @@ struct HubCommandLineClientTests {
         let wrong = try Self.converge(["--store", "mallory/", "--hub", url, "--token", forged, "sync"], in: folder)
         #expect(wrong.status == 1 && wrong.errors.contains("HTTP 401"), "\(wrong.errors)")
         let otherAccount = try Self.converge(["--store", "mallory/", "--account", "bob", "--hub", url, "--token", alice, "sync"], in: folder)
-        #expect(otherAccount.status == 1 && otherAccount.errors.contains("belongs to account alice"), "\(otherAccount.errors)")
+        #expect(otherAccount.status == 1 && otherAccount.errors.contains("the token belongs to account alice, not bob; nothing changed"),
+                "\(otherAccount.errors)")
+        #expect(!otherAccount.errors.contains("refused: the hub refused"))
+        // A typo in --account changed nothing: the store still reads its data.
+        #expect(try Self.converge(["--store", "mallory/", "read", "secret"], in: folder).output.contains("stolen"))
         let noToken = try Self.converge(["--store", "mallory/", "--hub", url, "sync"], in: folder)
         #expect(noToken.status == 2 && noToken.errors.contains("CONVERGE_TOKEN"), "\(noToken.errors)")
         let badURL = try Self.converge(["--store", "mallory/", "--hub", "ftp://x", "--token", alice, "sync"], in: folder)
@@ -80,10 +84,31 @@ struct HubCommandLineClientTests {
         }
         #expect(hub.stop() == 0)
         // With the hub gone: a clear error, exit 1, and the local write is still there.
-        let gone = try Self.converge(["--store", "mallory/", "--account", "bob", "--hub", url, "--token", alice, "sync"], in: folder)
+        let gone = try Self.converge(["--store", "mallory/", "--hub", url, "--token", alice, "sync"], in: folder)
         #expect(gone.status == 1 && gone.errors.contains("could not be reached"), "\(gone.errors)")
         let kept = try Self.converge(["--store", "mallory/", "read", "secret"], in: folder)
         #expect(kept.output.contains("stolen"), "\(kept.output) \(kept.errors)")
+    }
+
+    @Test func withAHubEveryCommandWorksOnTheTokensAccount() throws {
+        let folder = temporaryFolder("cli-token-account")
+        let data = folder.appendingPathComponent("data")
+        let alice = try HubProcess.createToken(data: data, account: "alice")
+        let bob = try HubProcess.createToken(data: data, account: "bob")
+        let hub = try HubProcess(data: data)
+        let url = hubURL(hub.port).absoluteString
+        #expect(try Self.converge(["--store", "s/", "--replica", "shared", "--hub", url, "--token", bob, "sync"], in: folder).status == 0)
+        // The store is on bob's account now; a write with alice's token goes to alice's.
+        let wrote = try Self.converge(["--store", "s/", "--hub", url, "--token", alice, "write", "k2", "v2"], in: folder)
+        #expect(wrote.status == 0, "\(wrote.errors)")
+        #expect(try Self.converge(["--store", "s/", "--hub", url, "--token", alice, "sync"], in: folder).status == 0)
+        let reader = try Self.converge(["--store", "r/", "--replica", "reader", "--hub", url, "--token", alice, "sync"], in: folder)
+        #expect(reader.status == 0)
+        #expect(try Self.converge(["--store", "r/", "read", "k2"], in: folder).output.contains("v2"))
+        #expect(hub.stop() == 0)
+        // With the hub down, watch starts anyway on the store's account, says so, and keeps trying.
+        let watch = try Self.converge(["--store", "s/", "--hub", url, "--token", alice, "watch", "--interval", "50", "--count", "2"], in: folder)
+        #expect(watch.status == 0 && watch.errors.contains("could not be reached"), "\(watch.errors)")
     }
 
     @Test func watchWithAHubPrintsAnotherDevicesChanges() throws {
