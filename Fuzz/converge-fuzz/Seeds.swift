@@ -34,7 +34,8 @@ enum FuzzSeeds {
         // Pages: a returning device's full state and a large push, each cut to 300 bytes.
         var paging = HubSyncMachine(retirementIntervalMilliseconds: 10)
         paging.maximumReplyBytes = 300
-        var pushes = [SyncPush(account: .default, device: "phone", delta: state.asDelta)]
+        var pushes = [SyncPush(account: .default, device: "phone", delta: state.asDelta),
+                      SyncPush(account: .default, device: "phone", delta: state.asDelta, basis: 3)]
         for key in ["k1", "k2", "k3", "k4", "k5", "k6"] { try laptop.setValue(.string(String(repeating: key, count: 20)), forKey: key) }
         let large = laptop.replicatedState
         let page = large.delta(for: VersionVector(), maximumBytes: 300)

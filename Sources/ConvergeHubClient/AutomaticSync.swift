@@ -66,10 +66,12 @@ public final class AutomaticSync: Sendable {
         rearm()
     }
 
-    /// Stops syncing and waits for an exchange in flight to end (it is not interrupted:
-    /// an answer that arrives is applied).
+    /// Stops syncing: cancels an exchange in flight (its retries and waits end at once; a
+    /// cancelled exchange is like a lost one, which the next repairs) and waits for it to
+    /// end, so nothing is exchanged after this returns.
     public func stop() async {
         let inFlight = state.withLock { state -> Task<Void, Never>? in
+            state.inFlight?.cancel()
             state.running = false
             state.writes?.cancel()
             state.writes = nil
