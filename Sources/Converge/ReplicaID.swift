@@ -7,6 +7,11 @@
 /// `String` considers equal but that encode differently) and safe to use as file names
 /// (never hidden, never `.` or `..`). The writer ID of a
 /// replica's later incarnation adds `~n` (``incarnation(_:)``).
+///
+/// A string literal is a replica ID (`"phone"`). Text held in a `String` (a setting, a
+/// host name) becomes one with `try ReplicaID(validating: text)`, which throws
+/// ``ConvergeError/invalidReplicaID(_:)`` naming the text, or `ReplicaID(text)`, which
+/// returns `nil`.
 public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The longest replica ID accepted, in UTF-8 bytes.
     public static let maximumLengthBytes = 64

@@ -77,7 +77,8 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// Creates a store kept in memory and not synced.
     ///
     /// - Parameters:
-    ///   - replicaID: This replica's identifier.
+    ///   - replicaID: This replica's identifier: a string literal (`"phone"`), or
+    ///     `try ReplicaID(validating: text)` for text held in a `String`.
     ///   - quota: The limits of local writes; iCloud's by default.
     ///   - policies: How reads resolve concurrent siblings; last-writer-wins by default.
     ///   - clock: The physical time source; the system clock by default.

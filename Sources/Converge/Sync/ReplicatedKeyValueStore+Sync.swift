@@ -9,7 +9,8 @@ extension ReplicatedKeyValueStore {
     /// changes with the hub behind it.
     ///
     /// - Parameters:
-    ///   - replicaID: This device's replica ID, unique among the hub's devices.
+    ///   - replicaID: This device's replica ID, unique among the hub's devices (from a
+    ///     `String`: `try ReplicaID(validating: text)`).
     ///   - transport: How requests reach the hub.
     ///   - account: The account whose data the store holds.
     ///   - quota: The limits of local writes; use the hub's (iCloud's by default).
@@ -44,7 +45,8 @@ extension ReplicatedKeyValueStore {
     /// returns.
     ///
     /// - Parameters:
-    ///   - replicaID: This device's replica ID, unique among the hub's devices.
+    ///   - replicaID: This device's replica ID, unique among the hub's devices (from a
+    ///     `String`: `try ReplicaID(validating: text)`).
     ///   - hub: The hub to sync with.
     ///   - account: The account whose data the store holds.
     ///   - quota: The limits of local writes; the hub's by default.
