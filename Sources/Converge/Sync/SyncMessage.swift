@@ -31,8 +31,9 @@ public struct SyncPush: Hashable, Sendable {
     /// The highest counter of the device's own writes the device believes the hub holds
     /// (what the hub's replies reported), which `delta` leaves out; 0 if none. A hub that
     /// holds less (restored from an older copy, or another hub under the same account)
-    /// must not take the push's context for those writes: it answers with
-    /// ``SyncReply/basisLost`` and the device pushes them again.
+    /// must not take the push's context for those writes: it answers without applying the
+    /// push, under its own context, and the device pushes them again (see
+    /// ``DeviceSyncMachine/receive(_:)``).
     public var basis: UInt64
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
