@@ -88,7 +88,7 @@ package enum SpaceTimeDiagram {
     }
 
     /// Escapes text for HTML and SVG.
-    static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         var escaped = ""
         for character in text {
             switch character {

@@ -75,8 +75,5 @@ enum PolicyCharts {
             """
     }
 
-    static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-    }
+    static func escape(_ text: String) -> String { SpaceTimeDiagram.escape(text) }
 }
