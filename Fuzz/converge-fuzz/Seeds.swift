@@ -35,7 +35,7 @@ enum FuzzSeeds {
         var paging = HubSyncMachine(retirementIntervalMilliseconds: 10)
         paging.maximumReplyBytes = 300
         var pushes = [SyncPush(account: .default, device: "phone", delta: state.asDelta),
-                      SyncPush(account: .default, device: "phone", delta: state.asDelta, basis: 3)]
+                      SyncPush(account: .default, device: "phone", delta: state.asDelta, basis: state.context)]
         for key in ["k1", "k2", "k3", "k4", "k5", "k6"] { try laptop.setValue(.string(String(repeating: key, count: 20)), forKey: key) }
         let large = laptop.replicatedState
         let page = large.delta(for: VersionVector(), maximumBytes: 300)

@@ -16,6 +16,11 @@ public enum SyncOperation: Hashable, Sendable, CustomStringConvertible {
     case tick(milliseconds: UInt64)
     /// The device switches between accounts "A" and "B".
     case switchAccount(device: Int)
+    /// The hub's state is copied aside (a backup).
+    case backupHub
+    /// The hub is restored from one of the copies (counting back from the latest), losing
+    /// what it learnt since.
+    case restoreHub(backup: Int)
 
     public var description: String {
         switch self {
@@ -27,6 +32,8 @@ public enum SyncOperation: Hashable, Sendable, CustomStringConvertible {
         case .drop(let m): return "drop #\(m)"
         case .tick(let ms): return "tick(\(ms)ms)"
         case .switchAccount(let d): return "d\(d) switches account"
+        case .backupHub: return "backup hub"
+        case .restoreHub(let b): return "restore hub from backup #\(b)"
         }
     }
 }
@@ -48,11 +55,16 @@ public struct SyncHistory: Hashable, Sendable, CustomStringConvertible {
     }
 
     package static func generate(using generator: inout Xoshiro256StarStar, devices: ClosedRange<Int> = 2...8,
-                                maximumOperations: Int = 80, accounts: Bool = true) -> SyncHistory {
+                                maximumOperations: Int = 80, accounts: Bool = true, restores: Bool = false) -> SyncHistory {
         let count = generator.next(in: devices)
         var operations: [SyncOperation] = []
         for _ in 0..<generator.next(in: 1...maximumOperations) {
             let d = generator.next(below: count)
+            if restores {
+                let r = generator.next(below: 100)
+                if r < 6 { operations.append(.backupHub); continue }
+                if r < 10 { operations.append(.restoreHub(backup: generator.next(below: 4))); continue }
+            }
             switch generator.next(below: 100) {
             case 0..<28: operations.append(.set(device: d, key: generator.element(of: keys), length: generator.next(below: 22)))
             case 28..<38: operations.append(.remove(device: d, key: generator.element(of: keys)))
@@ -154,6 +166,9 @@ public struct SyncRun {
     /// The latest file of each writer's folder delivered to each device, by sequence name.
     private var latestDelivered: [[String]: String] = [:]
     private var inFlight: [Message] = []
+    /// The hub's backups, oldest first, and how many times one was restored.
+    public private(set) var backups: [HubSyncMachine] = []
+    public private(set) var restores = 0
     private var now: UInt64 = 1_000
     private var step = 0
     /// A broken sender: computes pushes (and gossip) for its own context instead of the
@@ -317,6 +332,12 @@ public struct SyncRun {
         case .switchAccount(let d):
             let next: AccountID = devices[d].store.account == "A" ? "B" : "A"
             switchAccount(d, to: next)
+        case .backupHub:
+            backups.append(hub)
+        case .restoreHub(let b):
+            guard !backups.isEmpty else { break }
+            hub = backups[backups.count - 1 - b % backups.count]
+            restores += 1
         }
         checkInvariants()
     }
@@ -446,6 +467,24 @@ public struct SyncRun {
     private mutating func exchange(_ d: Int) {
         deliver(requestMessage(for: d))
         deliver(inFlight.removeLast())
+    }
+
+    /// A write lost for good once healed: a value write, not superseded by a write that saw
+    /// it (as recorded when it was made, apart from what any replica holds) nor reported as
+    /// compensated by the hub, that the converged state lacks; `nil` if there is none.
+    public func lostWrite() -> String? {
+        if let violation = violations.first { return violation }
+        for write in writes where write.value != nil && !write.compensated {
+            let final = convergedState(of: write.account)
+            if final.siblings(forKey: write.key).contains(where: { $0.dot == write.dot }) { continue }
+            let superseded = writes.contains { other in
+                other.account == write.account && other.key == write.key && other.dot != write.dot && other.context.contains(write.dot)
+            }
+            if !superseded {
+                return "write \(write.dot) of \(write.key) in \(write.account) is neither visible, superseded nor reported as compensated"
+            }
+        }
+        return nil
     }
 
     /// What must hold once healed; `nil` if everything does.

@@ -50,7 +50,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         let page = state.delta(for: hubContext, maximumBytes: maximumBytes)
         return SyncPush(account: account, device: device, delta: page.delta, acknowledgesFullState: owesFullStateAcknowledgement,
                         acknowledgedThrough: joinedPageThrough, moreToCome: !page.complete, partialKeys: page.partialKeys,
-                        basis: hubContext[device])
+                        basis: hubContext)
     }
 
     /// What to send the hub for `state`: a poll when the device holds exactly the context
@@ -92,11 +92,10 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         switch message {
         case .reply(let reply):
             guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
-            if reply.delta.context[device] < hubContext[device] {
-                // The hub holds less of this device's writes than it reported before: it was
-                // restored from an older copy, or it is another hub. Start again from what it
-                // holds, and push at once what it lacks. (A reply that was merely late only
-                // costs a larger push.)
+            if !hubContext.isDominated(by: reply.delta.context) {
+                // The hub holds less than it reported before: it was restored from an older
+                // copy, or it is another hub. Start again from what it holds, and push at once
+                // what it lacks. (A reply that was merely late only costs a larger push.)
                 hubContext = reply.delta.context
                 stableFrontier = reply.stableFrontier
                 expectsMorePages = true

@@ -39,6 +39,9 @@ public struct HubSyncMachine: Sendable {
     @_spi(Testing) public var _revertsKeysEndingIn3 = false
     /// Sends a page of a delta under the hub's whole context, claiming writes it leaves out.
     @_spi(Testing) public var _pagesClaimWholeContext = false
+    /// Broken on purpose, for tests: takes a push whose basis it does not hold (a hub
+    /// restored from an older copy then loses writes for good).
+    @_spi(Testing) public var _ignoresLostBasis = false
 
     struct AccountState: Sendable {
         var map = ReplicatedMap()
@@ -135,7 +138,7 @@ public struct HubSyncMachine: Sendable {
     public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64,
                                  compensations: inout [HubCompensation]) throws(ConvergeError) -> SyncReply {
         try check(push, nowMilliseconds: nowMilliseconds)
-        if let reply = answerToLostBasis(push) { return reply }
+        if !_ignoresLostBasis, let reply = answerToLostBasis(push) { return reply }
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
@@ -198,16 +201,17 @@ public struct HubSyncMachine: Sendable {
         return reply
     }
 
-    /// The answer to a push whose device believes the hub holds more of its writes than it
-    /// does (``SyncPush/basis``): a hub restored from an older copy, or another hub under
-    /// the same account. The push was computed for that belief and leaves those writes
-    /// out, and the hub believes a device's context for its own writes, so taking it would
-    /// mark them seen for good. It is not applied; the reply is what the device lacks, under
-    /// the hub's context, whose lower counter of the device's writes tells the device to
-    /// push again from there (``DeviceSyncMachine/receive(_:)``). Nothing changes.
+    /// The answer to a push whose device believes the hub holds more than it does
+    /// (``SyncPush/basis``): a hub restored from an older copy, or another hub under the
+    /// same account. The push was computed for that belief and leaves out what it covers;
+    /// taking it would raise the hub's context over writes it does not hold (the device's
+    /// own, which the hub believes, and others' the push carries), and they would never be
+    /// sent again. It is not applied; the reply is what the device lacks, under the hub's
+    /// context, which tells the device to push again from there
+    /// (``DeviceSyncMachine/receive(_:)``). Nothing changes.
     func answerToLostBasis(_ push: SyncPush) -> SyncReply? {
         let state = accounts[push.account] ?? AccountState()
-        guard push.basis > state.map.context[push.device] else { return nil }
+        guard !push.basis.isDominated(by: state.map.context) else { return nil }
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
         let believed = Self.believable(push.delta, from: push.device, sent: sent)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account)

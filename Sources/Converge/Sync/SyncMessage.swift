@@ -28,17 +28,17 @@ public struct SyncPush: Hashable, Sendable {
     /// order: the hub joins them without dropping anything (see
     /// ``ReplicatedMap/apply(_:partialKeys:)``). Empty unless ``moreToCome``.
     public var partialKeys: [String]
-    /// The highest counter of the device's own writes the device believes the hub holds
-    /// (what the hub's replies reported), which `delta` leaves out; 0 if none. A hub that
+    /// The context the device believes the hub holds (what the hub's replies reported),
+    /// for which `delta` was computed: `delta` leaves out every write it covers. A hub that
     /// holds less (restored from an older copy, or another hub under the same account)
-    /// must not take the push's context for those writes: it answers without applying the
-    /// push, under its own context, and the device pushes them again (see
-    /// ``DeviceSyncMachine/receive(_:)``).
-    public var basis: UInt64
+    /// must not take the push, or those writes would be missing for good: it answers
+    /// without applying it, under its own context, and the device pushes again from there
+    /// (see ``DeviceSyncMachine/receive(_:)``). Empty for a device that has heard nothing.
+    public var basis: VersionVector
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
     public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false,
-                acknowledgedThrough: String? = nil, moreToCome: Bool = false, partialKeys: [String] = [], basis: UInt64 = 0) {
+                acknowledgedThrough: String? = nil, moreToCome: Bool = false, partialKeys: [String] = [], basis: VersionVector = VersionVector()) {
         self.basis = basis
         self.account = account
         self.device = device
@@ -190,11 +190,11 @@ public enum SyncMessage: Hashable, Sendable {
             var flags: UInt8 = push.acknowledgesFullState ? 1 : 0
             if push.acknowledgedThrough != nil { flags |= 2 }
             if push.moreToCome { flags |= 4 }
-            // 8: the basis follows (absent when 0, so a first push reads as before).
-            if push.basis > 0 { flags |= 8 }
+            // 8: the basis follows (absent when empty, so a first push reads as before).
+            if !push.basis.isEmpty { flags |= 8 }
             writer.writeByte(flags)
             if let through = push.acknowledgedThrough { writer.writeString(through) }
-            if push.basis > 0 { writer.writeVarint(push.basis) }
+            if !push.basis.isEmpty { push.basis.encode(into: &writer) }
             push.delta.encode(into: &writer)
             if push.moreToCome { Self.writeKeys(push.partialKeys, into: &writer) }
         case .reply(let reply):
@@ -263,9 +263,9 @@ public enum SyncMessage: Hashable, Sendable {
             guard flags & ~15 == 0, flags & 3 != 2 else { throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1) }
             let through = flags & 2 != 0 ? try reader.readString() : nil
             let basisAt = reader.offset
-            let basis = flags & 8 != 0 ? try reader.readVarint() : 0
-            guard flags & 8 == 0 || (1...Dot.maximumCounter).contains(basis) else {
-                throw .malformed(.outOfRange, "push basis \(basis) out of range", at: basisAt)
+            let basis = flags & 8 != 0 ? try VersionVector(from: &reader, limits: limits) : VersionVector()
+            guard flags & 8 == 0 || !basis.isEmpty else {
+                throw .malformed(.nonCanonical, "an empty push basis is left out, not sent", at: basisAt)
             }
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             let moreToCome = flags & 4 != 0
