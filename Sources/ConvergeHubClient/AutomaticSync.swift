@@ -15,13 +15,17 @@ import Synchronization
 /// await automaticSync.stop()
 /// ```
 ///
-/// One exchange runs at a time; the decisions are those of a ``SyncSchedule``.
+/// One exchange runs at a time, on a queue of its own (not the cooperative thread pool,
+/// which an app may keep busy); the decisions are those of a ``SyncSchedule``.
 public final class AutomaticSync: Sendable {
     /// The store kept in sync.
     public let store: ReplicatedKeyValueStore
 
     private let state: Mutex<State>
     private let clock = ContinuousClock()
+    /// Where the timer and the exchanges run: a queue of their own, not the cooperative
+    /// pool, so a busy pool does not stall syncing.
+    private let executor = SerialQueueExecutor(label: "org.converge.automatic-sync")
     private let origin: ContinuousClock.Instant
 
     private struct State: Sendable {
@@ -113,7 +117,7 @@ public final class AutomaticSync: Sendable {
             guard state.running, state.inFlight == nil else { return }
             let current = now
             let delay = state.schedule.nextSyncMilliseconds > current ? state.schedule.nextSyncMilliseconds - current : 0
-            state.timer = Task { [weak self] in
+            state.timer = Task(executorPreference: executor) { [weak self] in
                 if delay > 0 {
                     do { try await Task.sleep(for: .milliseconds(delay)) } catch { return }
                 }
@@ -128,7 +132,7 @@ public final class AutomaticSync: Sendable {
         let begun = state.withLock { state -> Bool in
             guard state.running, state.inFlight == nil, state.schedule.nextSyncMilliseconds <= started else { return false }
             state.exchanges += 1
-            state.inFlight = Task { [store] in
+            state.inFlight = Task(executorPreference: executor) { [store] in
                 var error: String?
                 do { try await store.sync() } catch let failure { error = "\(failure)" }
                 self.ended(startedMilliseconds: started, error: error, moreToCome: store.needsAnotherHubExchange)

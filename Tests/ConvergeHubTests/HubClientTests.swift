@@ -376,6 +376,28 @@ struct HubClientTests {
         #expect(phoneSync.lastError == nil)
     }
 
+    @Test func automaticSyncKeepsSyncingWhileTheCooperativePoolIsBlocked() async throws {
+        let hub = try FlakyHub()
+        let url = try hub.start()
+        defer { hub.stop() }
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
+        let automatic = AutomaticSync(store: phone, configuration: SyncSchedule.Configuration(debounce: .milliseconds(20), interval: .seconds(60)))
+        automatic.start()
+        // Every thread of the pool blocked for four seconds (this test's own too), as an
+        // app that blocks its threads would: the write must still reach the hub meanwhile.
+        for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { Task.detached { usleep(4_000_000) } }
+        phone.set("while blocked", forKey: "k")
+        let deadline = Date().addingTimeInterval(3.5)
+        var arrived = false
+        while !arrived && Date() < deadline {
+            usleep(10_000)
+            arrived = hub.service.respond(to: HubServiceTests.syncRequest(try SyncMessage.poll(
+                SyncPoll(account: "alice", device: "probe", digest: 0)).encoded(), token: hub.token)).body.count > 40
+        }
+        #expect(arrived, "the write did not reach the hub while the pool was blocked")
+        await automatic.stop()
+    }
+
     @Test func automaticSyncBacksOffWhileTheHubIsDownAndCatchesUpWhenItComesBack() async throws {
         // The hub answers 503 until it is "back"; the device keeps writing meanwhile.
         let hub = try FlakyHub(failures: Array(repeating: .text(.serviceUnavailable, "down"), count: 1_000))
@@ -390,10 +412,12 @@ struct HubClientTests {
         for index in 0..<5 { phone.set(Int64(index), forKey: "k\(index)") }
         #expect(await Self.eventually { automatic.consecutiveFailures >= 3 })
         #expect(automatic.lastError?.contains("503") == true)
-        // The backoff keeps the failing hub from being hammered: a handful of requests, not hundreds.
-        try await Task.sleep(for: .milliseconds(500))
-        let duringOutage = hub.requests.withLock { $0 }
-        #expect(duringOutage < 20, "\(duringOutage) requests in under a second of outage")
+        // The backoff keeps the failing hub from being hammered: at most one request per
+        // 100 ms (the schedule's floor; the jitter averages 200 ms at this cap), not hundreds.
+        let (start, before) = (Date(), hub.requests.withLock { $0 })
+        try await Task.sleep(for: .seconds(1))
+        let (elapsed, during) = (Date().timeIntervalSince(start), hub.requests.withLock { $0 } - before)
+        #expect(Double(during) <= 10 * elapsed + 1, "\(during) requests in \(elapsed) s of outage")
         hub.failures.withLock { $0 = [] }
         automatic.networkBecameAvailable()
         #expect(await Self.eventually { automatic.consecutiveFailures == 0 && automatic.lastError == nil })
