@@ -87,7 +87,10 @@ extension ReplicatedMap {
         for key in taken {
             let siblings = whole.entries[key]!
             let covered = siblings.filter { pageContext.contains($0.dot) }
-            if !covered.isEmpty { entries[key] = covered }
+            // A key none of whose siblings is under the page's context is not in the page
+            // at all (it comes whole in a later one); only a key the page holds is partial.
+            guard !covered.isEmpty else { continue }
+            entries[key] = covered
             if covered.count < siblings.count { partialKeys.append(key) }
         }
         return (Delta(entries: entries, context: pageContext), false, partialKeys.sortedByUTF8())

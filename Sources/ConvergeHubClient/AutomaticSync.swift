@@ -135,6 +135,11 @@ public final class AutomaticSync: Sendable {
             state.inFlight = Task(executorPreference: executor) { [store] in
                 var error: String?
                 do { try await store.sync() } catch let failure { error = "\(failure)" }
+                guard !Task.isCancelled else {
+                    // Cancelled by stop(): not a failure of the hub, and nothing is scheduled.
+                    self.state.withLock { $0.inFlight = nil }
+                    return
+                }
                 self.ended(startedMilliseconds: started, error: error, moreToCome: store.needsAnotherHubExchange)
             }
             return true

@@ -46,6 +46,16 @@ struct HubRestorePropertyTests {
         #expect(run.lostWrite() == nil, "\(run.lostWrite() ?? "")")
     }
 
+    /// Found at CONVERGE_PROPERTY_SCALE=20 (case 5,694): after a restore, a page of a
+    /// delta listed as partial a key none of whose siblings it held, and the device refused
+    /// the page as malformed ("count 1 exceeds the limit of 0"), at every exchange.
+    @Test func aPageNeverListsAPartialKeyItDoesNotHold() {
+        var generator = Xoshiro256StarStar(seed: 2_877_339_402_156_622_990)
+        var run = SyncRun(SyncHistory.generate(using: &generator, restores: true), hub: SyncPropertyTests.pagingHub(), maximumMessageBytes: 100)
+        run.heal()
+        #expect(run.lostWrite() == nil, "\(run.lostWrite() ?? "")")
+    }
+
     /// The oracle is not vacuous: a hub restored with no recovery at all (a device that
     /// never learns the hub lost anything: its record only grows) loses writes.
     @Test func theOracleCatchesAHubThatLosesWrites() {
