@@ -60,9 +60,13 @@ extension HubService {
         var written = 0
         for (account, slot) in loaded.sorted(by: { $0.key < $1.key }) {
             slot.state.withLock { state in
-                guard state.dirty, let machine = state.machine else { return }
+                guard state.dirty, state.machine != nil else { return }
                 do {
-                    if try commit(machine, of: account, into: &state) { written += 1 }
+                    // A copy another process wrote meanwhile is newer than this bookkeeping:
+                    // it is kept, and what only this process saw is let go.
+                    let wrote = try update(&state, of: account) { _, reloaded throws(HubError) in (!reloaded, !reloaded) }
+                    if wrote { written += 1 }
+                    state.dirty = false
                 } catch {
                     metrics.recordMaintenanceFailure()
                 }
@@ -90,9 +94,10 @@ extension HubService {
             let unload = slot.state.withLock { state -> Bool in
                 let wasLoaded = state.machine != nil
                 do {
-                    var machine = try loadedMachine(&state, account: account)
-                    let retired = machine.retireSilentMembers(nowMilliseconds: clock.nowMilliseconds())
-                    if !retired.isEmpty, try commit(machine, of: account, into: &state) { retiredCount += retired.count }
+                    retiredCount += try update(&state, of: account) { machine, _ throws(HubError) in
+                        let retired = machine.retireSilentMembers(nowMilliseconds: clock.nowMilliseconds())
+                        return (retired.count, !retired.isEmpty)
+                    }
                 } catch {
                     metrics.recordMaintenanceFailure()
                 }

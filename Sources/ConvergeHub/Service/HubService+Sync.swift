@@ -56,20 +56,20 @@ extension HubService {
     ///
     /// A poll answered "up to date" changes nothing its device was told: only when the
     /// device was last seen and what it last acknowledged, which the periodic flush writes.
-    /// Everything else is written in one transaction before the answer leaves. If another
-    /// hub process wrote the account meanwhile, the exchange is redone on its state.
+    /// Everything else is written in one transaction before the answer leaves. The store
+    /// says whether another hub process wrote the account since this one last did; the
+    /// exchange then runs on the stored copy, never on a stale one in memory.
     ///
     /// - Throws: ``HubError`` if the store fails; the machine in memory is then unchanged.
     func exchange(_ message: SyncMessage, account: AccountID) throws(HubError) -> (bytes: [UInt8], upToDate: Bool) {
         let slot = self.slot(for: account)
         return try slot.state.withLock { state throws(HubError) in
-            for _ in 0..<4 {
-                var machine = try loadedMachine(&state, account: account)
+            var compensationCount = 0
+            let answer = try update(&state, of: account) { machine, _ throws(HubError) in
                 var compensations: [HubCompensation] = []
-                let now = clock.nowMilliseconds()
                 let answer: SyncMessage
                 do throws(ConvergeError) {
-                    answer = try machine.receive(message, nowMilliseconds: now, compensations: &compensations)
+                    answer = try machine.receive(message, nowMilliseconds: clock.nowMilliseconds(), compensations: &compensations)
                 } catch {
                     guard case .malformed(let input) = error else { throw HubError(error, account: account) }
                     throw .refused(input)
@@ -80,17 +80,16 @@ extension HubService {
                 } catch {
                     throw .storage(StorageFailure(kind: .other, path: "-", operation: .write, detail: "the answer cannot be encoded: \(error)"))
                 }
-                if case .upToDate = answer {
-                    state.machine = machine
-                    state.dirty = true
-                    return (bytes, true)
-                }
-                if try commit(machine, of: account, into: &state) {
-                    metrics.recordCompensations(compensations.count)
-                    return (bytes, false)
-                }
+                compensationCount = compensations.count
+                if case .upToDate = answer { return (result: (bytes, true), write: false) }
+                return (result: (bytes, false), write: true)
             }
-            throw .contention(account)
+            if answer.1 {
+                state.dirty = true
+            } else {
+                metrics.recordCompensations(compensationCount)
+            }
+            return answer
         }
     }
 
@@ -104,42 +103,59 @@ extension HubService {
         }
     }
 
-    /// The account's machine, loaded from the store if it is not in memory.
-    func loadedMachine(_ state: inout AccountSlot.State, account: AccountID) throws(HubError) -> HubSyncMachine {
-        if let machine = state.machine { return machine }
-        var machine = HubSyncMachine(hubID: configuration.hubID, quota: configuration.quota,
-                                     retirementIntervalMilliseconds: configuration.retirementIntervalMilliseconds)
-        if let stored = try store.loadAccount(account) {
-            do {
-                try machine.restoreState(stored.state, of: account)
-            } catch {
-                guard case .malformed(let input) = error else { throw HubError(error, account: account) }
-                throw .unreadableAccount(account, input)
+    /// Runs `body` on `account`'s current machine through the store, writes the machine's
+    /// state if `body` says so, and adopts the machine and revision in `state`.
+    ///
+    /// `body` gets the machine in memory if the stored copy is still the one it came from,
+    /// or one restored from the stored copy (the second argument is then `true`); it
+    /// returns its result and whether to write.
+    ///
+    /// - Throws: What `body` throws or the store's failure; `state` is then unchanged.
+    func update<Result>(_ state: inout AccountSlot.State, of account: AccountID,
+                        _ body: (inout HubSyncMachine, _ reloaded: Bool) throws(HubError) -> (result: Result, write: Bool))
+        throws(HubError) -> Result {
+        var adopted: HubSyncMachine?
+        var written = 0
+        var bodyFinished: UInt64 = 0
+        let current = state.machine
+        let (result, revision) = try store.update(account, knownRevision: state.revision) { copy throws(HubError) in
+            var machine: HubSyncMachine, reloaded: Bool
+            switch copy {
+            case .unchanged: (machine, reloaded) = (current ?? emptyMachine(), false)
+            case .changed(let stored): (machine, reloaded) = (try restoredMachine(stored, of: account), true)
             }
-            state.revision = stored.revision
-        } else {
-            state.revision = 0
+            let (result, write) = try body(&machine, reloaded)
+            adopted = machine
+            let bytes = write ? machine.encodedState(of: account) : nil
+            written = bytes?.count ?? 0
+            bodyFinished = MonotonicClock.nowNanoseconds()
+            return (result, bytes)
         }
-        state.machine = machine
-        state.dirty = false
-        return machine
+        if written > 0 {
+            metrics.recordCommit(bytes: written, seconds: Double(MonotonicClock.nowNanoseconds() - bodyFinished) / 1e9)
+            state.dirty = false
+        }
+        state.machine = adopted
+        state.revision = revision
+        return result
     }
 
-    /// Writes `machine`'s state of `account` over the revision `state` knows, and adopts it.
-    ///
-    /// - Returns: `false` if another process wrote the account first: `state` is then
-    ///   emptied, so the next use loads the newer copy.
-    func commit(_ machine: HubSyncMachine, of account: AccountID, into state: inout AccountSlot.State) throws(HubError) -> Bool {
-        guard let bytes = machine.encodedState(of: account) else { return true }
-        let started = MonotonicClock.nowNanoseconds()
-        guard let revision = try store.storeAccount(account, state: bytes, replacing: state.revision) else {
-            state = AccountSlot.State()
-            return false
+    /// A machine with no account loaded, configured as this hub.
+    func emptyMachine() -> HubSyncMachine {
+        HubSyncMachine(hubID: configuration.hubID, quota: configuration.quota,
+                       retirementIntervalMilliseconds: configuration.retirementIntervalMilliseconds)
+    }
+
+    /// A machine holding `stored` as `account`'s state (an empty one if nothing is stored).
+    func restoredMachine(_ stored: HubStoredAccount?, of account: AccountID) throws(HubError) -> HubSyncMachine {
+        var machine = emptyMachine()
+        guard let stored else { return machine }
+        do {
+            try machine.restoreState(stored.state, of: account)
+        } catch {
+            guard case .malformed(let input) = error else { throw HubError(error, account: account) }
+            throw .unreadableAccount(account, input)
         }
-        metrics.recordCommit(bytes: bytes.count, seconds: Double(MonotonicClock.nowNanoseconds() - started) / 1e9)
-        state.machine = machine
-        state.revision = revision
-        state.dirty = false
-        return true
+        return machine
     }
 }

@@ -32,6 +32,7 @@ public final class SQLiteHubStateStore: HubStateStore {
         let insert: SQLiteConnection.Statement
         let update: SQLiteConnection.Statement
         let token: SQLiteConnection.Statement
+        let revision: SQLiteConnection.Statement
 
         init(_ connection: SQLiteConnection) throws(ConvergeError) {
             self.connection = connection
@@ -41,6 +42,7 @@ public final class SQLiteHubStateStore: HubStateStore {
             update = try connection.prepare(
                 "UPDATE accounts SET revision = revision + 1, state = ?, checksum = ? WHERE account = ? AND revision = ? RETURNING revision")
             token = try connection.prepare("SELECT account FROM tokens WHERE hash = ?", doing: .read)
+            revision = try connection.prepare("SELECT revision FROM accounts WHERE account = ?", doing: .read)
         }
     }
 
@@ -102,6 +104,17 @@ public final class SQLiteHubStateStore: HubStateStore {
                 try connection.execute("PRAGMA application_id=\(Self.applicationID)")
                 try connection.execute("PRAGMA user_version=\(Self.schemaVersion)")
             }
+        }
+    }
+
+    /// Reads the revision on the reading connection, so the check never waits behind a
+    /// commit's flush; it sees every committed write, this process's and others'.
+    public func storedRevision(of account: AccountID) throws(HubError) -> UInt64 {
+        do {
+            let rows = try reader.withLock { statements throws(ConvergeError) in try statements.revision.run([.text(account.rawValue)]) }
+            return rows.first?.first?.integer.map { UInt64(clamping: $0) } ?? 0
+        } catch {
+            throw HubError(error)
         }
     }
 
