@@ -3,7 +3,7 @@
 // Converge: a conflict-aware replicated key-value store with CRDT merging.
 // No package dependencies: only the Swift toolchain's own modules and system C
 // libraries through system-library targets (SQLite; libcrypto for the hub's token
-// hashes). That is a project requirement, not an accident.
+// hashes; libpq for the hub's PostgreSQL storage). That is a project requirement, not an accident.
 
 import PackageDescription
 
@@ -31,7 +31,9 @@ let package = Package(
         .executableTarget(name: "converge", dependencies: ["Converge", "ConvergeSQLite", "ConvergeSharedFolder", "ConvergeHubClient"]),
         .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                        providers: [.apt(["libssl-dev"]), .brew(["openssl"])]),
-        .target(name: "ConvergeHub", dependencies: ["Converge", "ConvergeSQLite", "CSQLite", "CCrypto"]),
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
+        .target(name: "ConvergeHub", dependencies: ["Converge", "ConvergeSQLite", "CSQLite", "CCrypto", "CLibPQ"]),
         .executableTarget(name: "converge-hub", dependencies: ["ConvergeHub"]),
         // The client of converge-hub: an HTTP transport (URLSession) and automatic sync.
         .target(name: "ConvergeHubClient", dependencies: ["Converge"]),

@@ -9,6 +9,8 @@ import Foundation
 /// What `serve` runs with, each field set by one option of the table below.
 struct ServeOptions {
     var data: String?
+    var database: String?
+    var databaseConnections = 8
     var listen: ListenAddress?
     var maximumConnections = 512
     var idleTimeoutSeconds = 60
@@ -32,6 +34,13 @@ struct ServeOption: Sendable {
 nonisolated let serveOptions: [ServeOption] = [
     ServeOption(flag: "--data", valueName: "DIR", help: "the folder of the hub's state (hub.sqlite); created if missing") {
         $0.data = $1; return nil
+    },
+    ServeOption(flag: "--database", valueName: "URL", help: "keep the state in PostgreSQL instead (postgresql://… or libpq's key=value), shared by any number of hubs") {
+        $0.database = $1; return nil
+    },
+    ServeOption(flag: "--database-connections", valueName: "N", help: "PostgreSQL connections this process opens at most (default 8)") {
+        guard let value = positive($1) else { return "--database-connections needs a positive number" }
+        $0.databaseConnections = value; return nil
     },
     ServeOption(flag: "--listen", valueName: "HOST:PORT", help: "where to listen, e.g. 127.0.0.1:8080 or [::1]:8080 (port 0: any free port)") {
         guard let address = ListenAddress($1) else { return "invalid address \"\($1)\" (expected HOST:PORT)" }
@@ -67,12 +76,14 @@ nonisolated let usage = """
     converge-hub: the hub Converge devices sync with over HTTP (TLS: put nginx in front)
 
     USAGE
-      converge-hub serve --data DIR --listen HOST:PORT [OPTIONS]
-      converge-hub token create --data DIR --account ACCOUNT
+      converge-hub serve (--data DIR | --database URL) --listen HOST:PORT [OPTIONS]
+      converge-hub token create (--data DIR | --database URL) --account ACCOUNT
 
     serve runs the hub: POST /sync (one binary sync message, Authorization: Bearer TOKEN),
     GET /account (the token's account, as text), GET /health, GET /metrics (Prometheus).
-    One log line per request on standard error.
+    One log line per request on standard error. The state is in one SQLite file (--data) or
+    in PostgreSQL (--database): several hubs on one database serve the same accounts behind
+    a load balancer. The password may come from the URL, ~/.pgpass or PGPASSWORD.
     SIGTERM or SIGINT stops it cleanly. Its options:
     \(serveOptions.map { "  \("\($0.flag) \($0.valueName)".padding(toLength: 34, withPad: " ", startingAt: 0)) \($0.help)" }.joined(separator: "\n"))
 
@@ -98,15 +109,20 @@ func parseServe(_ arguments: ArraySlice<String>) throws(ToolError) -> ServeOptio
         if let problem = option.apply(&options, arguments[index]) { throw .usage(problem) }
         index += 1
     }
-    guard options.data != nil else { throw .usage("serve needs --data DIR") }
+    guard (options.data == nil) != (options.database == nil) else { throw .usage("serve needs either --data DIR or --database URL") }
     guard options.listen != nil else { throw .usage("serve needs --listen HOST:PORT") }
     return options
 }
 
 func serve(_ options: ServeOptions) throws(ToolError) -> Never {
     let log = RequestLog()
-    let store: SQLiteHubStateStore
-    do { store = try SQLiteHubStateStore(folder: options.data!) } catch { throw .failed("\(error)") }
+    let store: any HubStateStore, location: String
+    do {
+        (store, location) = try openStore(data: options.data, database: options.database,
+                                          databaseConnections: options.databaseConnections)
+    } catch {
+        throw .failed("\(error)")
+    }
     let configuration = HubConfiguration(retirementIntervalMilliseconds: options.retireAfterSeconds * 1_000,
                                          maintenanceIntervalMilliseconds: options.maintenanceIntervalSeconds * 1_000)
     let service = HubService(store: store, configuration: configuration)
@@ -140,21 +156,34 @@ func serve(_ options: ServeOptions) throws(ToolError) -> Never {
     }
     server.start()
     service.startMaintenance()
-    log.event("listening", [("address", server.boundAddress.description), ("data", store.path), ("pid", "\(getpid())")])
+    log.event("listening", [("address", server.boundAddress.description), ("storage", location), ("pid", "\(getpid())")])
     withExtendedLifetime(sources) { dispatchMain() }
 }
 
+/// The hub's store: the SQLite file in `data`, or the PostgreSQL database at `database`
+/// (exactly one is given), and where it is, for the log (never a password).
+func openStore(data: String?, database: String?, databaseConnections: Int) throws(HubError) -> (any HubStateStore, String) {
+    if let database {
+        let store = try PostgreSQLHubStateStore(connectionString: database, maximumConnections: databaseConnections)
+        return (store, "postgresql \(store.location)")
+    }
+    let store = try SQLiteHubStateStore(folder: data!)
+    return (store, store.path)
+}
+
 func createToken(_ arguments: ArraySlice<String>) throws(ToolError) {
-    var data: String?, account: AccountID?
+    var data: String?, database: String?, account: AccountID?
     var index = arguments.startIndex
     while index < arguments.endIndex {
         let flag = arguments[index]
-        guard flag == "--data" || flag == "--account" else { throw .usage("unknown option \(flag) for token create") }
+        guard ["--data", "--database", "--account"].contains(flag) else { throw .usage("unknown option \(flag) for token create") }
         index += 1
         guard index < arguments.endIndex else { throw .usage("\(flag) needs a value") }
         let value = arguments[index]
         if flag == "--data" {
             data = value
+        } else if flag == "--database" {
+            database = value
         } else {
             guard let parsed = AccountID(value) else {
                 throw .usage("invalid account \"\(value)\" (1...\(AccountID.maximumLengthBytes) bytes)")
@@ -163,10 +192,10 @@ func createToken(_ arguments: ArraySlice<String>) throws(ToolError) {
         }
         index += 1
     }
-    guard let data else { throw .usage("token create needs --data DIR") }
+    guard (data == nil) != (database == nil) else { throw .usage("token create needs either --data DIR or --database URL") }
     guard let account else { throw .usage("token create needs --account ACCOUNT") }
     do {
-        let store = try SQLiteHubStateStore(folder: data)
+        let (store, _) = try openStore(data: data, database: database, databaseConnections: 1)
         print(try HubService.createToken(for: account, in: store, nowMilliseconds: SystemClock().nowMilliseconds()))
     } catch {
         throw .failed("\(error)")
@@ -183,7 +212,7 @@ func run(_ arguments: [String]) throws(ToolError) {
     case "serve":
         try serve(try parseServe(arguments.dropFirst()))
     case "token":
-        guard arguments.count >= 2 else { throw .usage("token needs a subcommand: token create --data DIR --account ACCOUNT") }
+        guard arguments.count >= 2 else { throw .usage("token needs a subcommand: token create (--data DIR | --database URL) --account ACCOUNT") }
         guard arguments[1] == "create" else { throw .usage("unknown token subcommand \(arguments[1]) (only: create)") }
         try createToken(arguments.dropFirst(2))
     default:

@@ -24,13 +24,15 @@ struct HubCommandLineTests {
     }
 
     @Test(arguments: [
-        (["serve", "--listen", "127.0.0.1:0"], "serve needs --data DIR"),
+        (["serve", "--listen", "127.0.0.1:0"], "serve needs either --data DIR or --database URL"),
+        (["serve", "--data", "d", "--database", "dbname=x", "--listen", "127.0.0.1:0"], "serve needs either --data DIR or --database URL"),
+        (["serve", "--database", "dbname=x", "--listen", "127.0.0.1:0", "--database-connections", "0"], "--database-connections needs a positive number"),
         (["serve", "--data", "d"], "serve needs --listen HOST:PORT"),
         (["serve", "--data", "d", "--listen", "localhost"], "invalid address"),
         (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--max-connections", "0"], "--max-connections needs a positive number"),
         (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--bogus", "1"], "unknown option --bogus"),
         (["token", "create", "--data", "d"], "token create needs --account ACCOUNT"),
-        (["token", "create", "--account", "a"], "token create needs --data DIR"),
+        (["token", "create", "--account", "a"], "token create needs either --data DIR or --database URL"),
         (["token", "create", "--data", "d", "--account", ""], "invalid account"),
         (["token", "delete"], "unknown token subcommand"),
         (["frobnicate"], "unknown command frobnicate"),
@@ -46,8 +48,9 @@ struct HubCommandLineTests {
     @Test func helpExitsZeroAndNamesEveryCommand() throws {
         let outcome = try ChildProcess.run(HubProcess.executable, ["--help"], in: temporaryFolder("help"))
         #expect(outcome.status == 0)
-        #expect(outcome.output.contains("converge-hub serve --data DIR --listen HOST:PORT"))
-        #expect(outcome.output.contains("converge-hub token create --data DIR --account ACCOUNT"))
+        #expect(outcome.output.contains("converge-hub serve (--data DIR | --database URL) --listen HOST:PORT"))
+        #expect(outcome.output.contains("converge-hub token create (--data DIR | --database URL) --account ACCOUNT"))
+        #expect(outcome.output.contains("--database URL"))
     }
 
     @Test func anAddressInUseOrAFolderThatCannotBeMadeExitsOne() throws {

@@ -5,23 +5,64 @@ import Foundation
 import Glibc
 #endif
 
+/// The hub storages the end-to-end tests run their bodies on, as GRDB runs one body on
+/// several databases.
+enum HubStorageKind: String, CaseIterable, Sendable {
+    case sqlite
+    case postgresql
+}
+
+/// Where a hub under test keeps its state: a data folder, or a fresh database in the
+/// throwaway PostgreSQL cluster.
+struct HubStorage {
+    let kind: HubStorageKind
+    /// A temporary folder for the test's files (logs, stores).
+    let folder: URL
+    /// The options that point `converge-hub` at the state: `--data DIR` or `--database URL`.
+    let arguments: [String]
+
+    /// A new, empty storage of `kind`.
+    init(_ kind: HubStorageKind, name: String) throws {
+        self.kind = kind
+        folder = temporaryFolder(name)
+        switch kind {
+        case .sqlite: arguments = ["--data", folder.appendingPathComponent("data").path]
+        case .postgresql: arguments = ["--database", try PostgreSQLCluster.started().createDatabase().url]
+        }
+    }
+
+    /// A storage given by its options.
+    init(_ kind: HubStorageKind, folder: URL, arguments: [String]) {
+        (self.kind, self.folder, self.arguments) = (kind, folder, arguments)
+    }
+}
+
 /// The built `converge-hub` binary running as a child process on a free loopback port
 /// (it listens on port 0 and logs the port it got).
 final class HubProcess {
     let process = Process()
-    let data: URL
+    let storageArguments: [String]
     let logFile: URL
     private(set) var port: UInt16 = 0
 
     static var executable: URL { ChildProcess.executable("converge-hub") }
 
     /// Starts `converge-hub serve --data DATA --listen 127.0.0.1:0 EXTRA` and waits until it listens.
-    init(data: URL, extraArguments: [String] = []) throws {
-        self.data = data
-        logFile = data.deletingLastPathComponent().appendingPathComponent("hub-\(UInt64.random(in: 0...UInt64.max)).log")
+    convenience init(data: URL, extraArguments: [String] = []) throws {
+        try self.init(storageArguments: ["--data", data.path], logFolder: data.deletingLastPathComponent(), extraArguments: extraArguments)
+    }
+
+    /// Starts `converge-hub serve` on `storage` and waits until it listens.
+    convenience init(storage: HubStorage, extraArguments: [String] = []) throws {
+        try self.init(storageArguments: storage.arguments, logFolder: storage.folder, extraArguments: extraArguments)
+    }
+
+    private init(storageArguments: [String], logFolder: URL, extraArguments: [String]) throws {
+        self.storageArguments = storageArguments
+        logFile = logFolder.appendingPathComponent("hub-\(UInt64.random(in: 0...UInt64.max)).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         process.executableURL = Self.executable
-        process.arguments = ["serve", "--data", data.path, "--listen", "127.0.0.1:0"] + extraArguments
+        process.arguments = ["serve"] + storageArguments + ["--listen", "127.0.0.1:0"] + extraArguments
         process.standardError = try FileHandle(forWritingTo: logFile)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
@@ -61,8 +102,16 @@ final class HubProcess {
 
     /// `converge-hub token create --data DATA --account ACCOUNT`, returning the token.
     static func createToken(data: URL, account: String) throws -> String {
-        let outcome = try ChildProcess.run(executable, ["token", "create", "--data", data.path, "--account", account],
-                                           in: data.deletingLastPathComponent())
+        try createToken(storageArguments: ["--data", data.path], account: account, in: data.deletingLastPathComponent())
+    }
+
+    /// `converge-hub token create` on `storage`, returning the token.
+    static func createToken(storage: HubStorage, account: String) throws -> String {
+        try createToken(storageArguments: storage.arguments, account: account, in: storage.folder)
+    }
+
+    private static func createToken(storageArguments: [String], account: String, in folder: URL) throws -> String {
+        let outcome = try ChildProcess.run(executable, ["token", "create"] + storageArguments + ["--account", account], in: folder)
         guard outcome.status == 0 else { throw RawHTTPClient.Failure.malformed("token create failed: \(outcome.errors)") }
         return outcome.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -10,12 +10,13 @@ import Testing
 import Glibc
 #endif
 
-@Suite("converge-hub: devices sync through the built binary over loopback")
+@Suite("converge-hub: devices sync through the built binary over loopback, on each storage (SQLite, PostgreSQL)")
 struct HubSyncEndToEndTests {
-    @Test func twoDevicesSyncThroughTheHubAndTheHubResumesAfterARestart() async throws {
-        let data = temporaryFolder("roundtrip").appendingPathComponent("data")
-        let token = try HubProcess.createToken(data: data, account: "alice")
-        var hub = try HubProcess(data: data)
+    @Test(arguments: HubStorageKind.allCases)
+    func twoDevicesSyncThroughTheHubAndTheHubResumesAfterARestart(_ kind: HubStorageKind) async throws {
+        let storage = try HubStorage(kind, name: "roundtrip")
+        let token = try HubProcess.createToken(storage: storage, account: "alice")
+        var hub = try HubProcess(storage: storage)
         let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
         let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
         phone.set(["Surrey", "Kent"], forKey: "FavouriteCounties")
@@ -38,20 +39,21 @@ struct HubSyncEndToEndTests {
         #expect(metrics.contains("converge_hub_syncs_total{kind=\"poll\"} 1"))
         #expect(metrics.contains("converge_hub_accounts 1"))
         #expect(hub.log.contains("account=alice device=tablet kind=poll answer=up-to-date"))
-        // Restart on the same folder: the hub resumes where it was.
+        // Restart on the same storage: the hub resumes where it was.
         #expect(hub.stop() == 0)
-        hub = try HubProcess(data: data)
+        hub = try HubProcess(storage: storage)
         let laptop = ReplicatedKeyValueStore(replicaID: "laptop", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
         try await laptop.sync()
         #expect(laptop.longLong(forKey: "answer") == 42)
         #expect(hub.stop() == 0)
     }
 
-    @Test func aWrongTokenGets401AnotherAccountsTokenGets403AndNothingChanges() async throws {
-        let data = temporaryFolder("tokens").appendingPathComponent("data")
-        let alice = try HubProcess.createToken(data: data, account: "alice")
-        let bob = try HubProcess.createToken(data: data, account: "bob")
-        let hub = try HubProcess(data: data)
+    @Test(arguments: HubStorageKind.allCases)
+    func aWrongTokenGets401AnotherAccountsTokenGets403AndNothingChanges(_ kind: HubStorageKind) async throws {
+        let storage = try HubStorage(kind, name: "tokens")
+        let alice = try HubProcess.createToken(storage: storage, account: "alice")
+        let bob = try HubProcess.createToken(storage: storage, account: "bob")
+        let hub = try HubProcess(storage: storage)
         let intruder = ReplicatedKeyValueStore(replicaID: "intruder", transport: HubHTTPTransport(hub: hubURL(hub.port), token: bob), account: "alice")
         intruder.set("stolen", forKey: "secret")
         await #expect(throws: HubTransportError.self) { try await intruder.sync() }
@@ -85,11 +87,12 @@ struct HubSyncEndToEndTests {
         #expect(hub.stop() == 0)
     }
 
-    @Test func accountsNeverSeeEachOthersKeys() async throws {
-        let data = temporaryFolder("accounts").appendingPathComponent("data")
-        let alice = try HubProcess.createToken(data: data, account: "alice")
-        let bob = try HubProcess.createToken(data: data, account: "bob")
-        let hub = try HubProcess(data: data)
+    @Test(arguments: HubStorageKind.allCases)
+    func accountsNeverSeeEachOthersKeys(_ kind: HubStorageKind) async throws {
+        let storage = try HubStorage(kind, name: "accounts")
+        let alice = try HubProcess.createToken(storage: storage, account: "alice")
+        let bob = try HubProcess.createToken(storage: storage, account: "bob")
+        let hub = try HubProcess(storage: storage)
         let stores = [("alice", alice), ("bob", bob)].flatMap { account, token in
             (0..<2).map { ReplicatedKeyValueStore(replicaID: ReplicaID("\(account)-\($0)")!,
                                                   transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: AccountID(account)!) }
@@ -103,10 +106,11 @@ struct HubSyncEndToEndTests {
         #expect(hub.stop() == 0)
     }
 
-    @Test func aHundredDevicesSyncingAtOnceAllSucceedAndConverge() async throws {
-        let data = temporaryFolder("hundred").appendingPathComponent("data")
-        let tokens = try (0..<4).map { try HubProcess.createToken(data: data, account: "team-\($0)") }
-        let hub = try HubProcess(data: data)
+    @Test(arguments: HubStorageKind.allCases)
+    func aHundredDevicesSyncingAtOnceAllSucceedAndConverge(_ kind: HubStorageKind) async throws {
+        let storage = try HubStorage(kind, name: "hundred")
+        let tokens = try (0..<4).map { try HubProcess.createToken(storage: storage, account: "team-\($0)") }
+        let hub = try HubProcess(storage: storage)
         // No retries: every one of the 300 concurrent exchanges must succeed the first time.
         let devices = (0..<100).map { index in
             ReplicatedKeyValueStore(replicaID: ReplicaID("device-\(index)")!,
@@ -137,20 +141,21 @@ struct HubSyncEndToEndTests {
         #expect(hub.stop() == 0)
     }
 
-    @Test func kill9InTheMiddleOfWritingAndSyncingLosesNoAcknowledgedWrite() async throws {
+    @Test(arguments: HubStorageKind.allCases)
+    func kill9InTheMiddleOfWritingAndSyncingLosesNoAcknowledgedWrite(_ kind: HubStorageKind) async throws {
         // Seeded kill times; several rounds on the same folder (4, times CONVERGE_PROPERTY_SCALE;
         // CONVERGE_PROPERTY_SEED picks other kill times).
         let seed = PropertyConfiguration.replaySeed ?? 9_009
         let rounds = 4 * PropertyConfiguration.scale
         var generator = Xoshiro256StarStar(seed: seed)
-        let data = temporaryFolder("kill9").appendingPathComponent("data")
-        let token = try HubProcess.createToken(data: data, account: "alice")
+        let storage = try HubStorage(kind, name: "kill9")
+        let token = try HubProcess.createToken(storage: storage, account: "alice")
         var acknowledged: [String: Int64] = [:]
         var written: [String: Set<Int64>] = [:]
         var next: Int64 = 0
         var failuresAfterKill = 0
         for round in 0..<rounds {
-            let hub = try HubProcess(data: data)
+            let hub = try HubProcess(storage: storage)
             let writer = ReplicatedKeyValueStore(replicaID: ReplicaID("writer-\(round)")!,
                                                  transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
             try await writer.sync()  // start from what the hub holds, so new writes supersede it
@@ -178,7 +183,7 @@ struct HubSyncEndToEndTests {
             }
             _ = hub.stop(signal: SIGKILL)
             // Restart on the same folder and read everything back with a new device.
-            let restarted = try HubProcess(data: data)
+            let restarted = try HubProcess(storage: storage)
             let reader = ReplicatedKeyValueStore(replicaID: ReplicaID("reader-\(round)")!,
                                                  transport: HubHTTPTransport(hub: hubURL(restarted.port), token: token), account: "alice")
             try await reader.sync()
@@ -187,7 +192,7 @@ struct HubSyncEndToEndTests {
                 // before the kill even though its answer never arrived (values only grow).
                 let found = reader.longLong(forKey: key)
                 #expect(found >= value && written[key]!.contains(found),
-                        "seed \(seed) round \(round): \(key) was acknowledged as \(value), the restarted hub has \(found)")
+                        "\(kind) seed \(seed) round \(round): \(key) was acknowledged as \(value), the restarted hub has \(found)")
             }
             #expect(restarted.stop() == 0)
         }

@@ -1,0 +1,186 @@
+import Converge
+@testable import ConvergeHub
+import ConvergeHubClient
+import ConvergeTestSupport
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A device's transport to several hubs, as a load balancer in front of them would give it:
+/// each exchange goes to the next hub in turn, and to the others if that one is unreachable.
+final class AlternatingTransport: SyncTransport {
+    let transports: [HubHTTPTransport]
+    let turn: Mutex<Int>
+
+    init(hubs: [HubProcess], token: String, first: Int = 0) {
+        transports = hubs.map { HubHTTPTransport(hub: hubURL($0.port), token: token, retry: .never) }
+        turn = Mutex(first)
+    }
+
+    func exchange(_ request: [UInt8]) async throws -> [UInt8] {
+        let start = turn.withLock { turn in
+            defer { turn += 1 }
+            return turn
+        }
+        var failure: (any Error)?
+        for offset in 0..<transports.count {
+            do {
+                return try await transports[(start + offset) % transports.count].exchange(request)
+            } catch let error as HubTransportError where error.isTransient {
+                failure = error
+            }
+        }
+        throw failure!
+    }
+}
+
+@Suite("converge-hub on PostgreSQL: several hubs on one database, restarts, migrations")
+struct HubPostgreSQLTests {
+    @Test func twoHubsOnOneDatabaseConvergeAndAKilledHubLeavesTheOtherServing() async throws {
+        let storage = try HubStorage(.postgresql, name: "two-hubs")
+        let token = try HubProcess.createToken(storage: storage, account: "alice")
+        let hubs = [try HubProcess(storage: storage), try HubProcess(storage: storage)]
+        let devices = (0..<4).map { index in
+            ReplicatedKeyValueStore(replicaID: ReplicaID("d\(index)")!, transport: AlternatingTransport(hubs: hubs, token: token, first: index),
+                                    account: "alice")
+        }
+        let rounds = 24
+        for round in 0..<rounds {
+            if round == rounds / 3 {
+                // kill -9 the second hub in the middle of the loop: its next exchanges fail
+                // over to the first, which carries on.
+                #expect(hubs[1].stop(signal: SIGKILL) == SIGKILL)
+            }
+            for (index, device) in devices.enumerated() {
+                device.set(Int64(round), forKey: "d\(index)-r\(round)")
+                device.set(Int64(round * 10 + index), forKey: "shared")
+                try await device.sync()
+            }
+        }
+        for _ in 0..<2 { for device in devices { try await device.sync() } }
+        let expectedKeys = Set((0..<4).flatMap { index in (0..<rounds).map { "d\(index)-r\($0)" } } + ["shared"])
+        let reference = devices[0]
+        #expect(Set(reference.dictionaryRepresentation.keys) == expectedKeys)
+        for device in devices {
+            #expect(Set(device.dictionaryRepresentation.keys) == expectedKeys, "\(device.replicaID)")
+            for key in expectedKeys.sorted() {
+                #expect(device.longLong(forKey: key) == reference.longLong(forKey: key), "\(device.replicaID): \(key)")
+            }
+        }
+        #expect(hubs[0].log.contains("device=d1"), "the first hub served devices that began on the second")
+        #expect(hubs[0].stop() == 0)
+    }
+
+    @Test func aHubAnswersFromTheStoredStateNeverFromAStaleCopy() async throws {
+        // The first hub holds the account in memory; the second writes it. A poll to the
+        // first must see the write: with a stale copy it would answer "up to date".
+        let storage = try HubStorage(.postgresql, name: "stale")
+        let token = try HubProcess.createToken(storage: storage, account: "alice")
+        let first = try HubProcess(storage: storage), second = try HubProcess(storage: storage)
+        let reader = ReplicatedKeyValueStore(replicaID: "reader", transport: HubHTTPTransport(hub: hubURL(first.port), token: token), account: "alice")
+        let writer = ReplicatedKeyValueStore(replicaID: "writer", transport: HubHTTPTransport(hub: hubURL(second.port), token: token), account: "alice")
+        reader.set("mine", forKey: "reader-key")
+        try await reader.sync()
+        try await reader.sync()
+        for round in 0..<3 {
+            writer.set(Int64(round), forKey: "fresh")
+            try await writer.sync()
+            try await reader.sync()
+            #expect(reader.longLong(forKey: "fresh") == Int64(round), "round \(round): the first hub answered from a stale copy")
+        }
+        #expect(writer.string(forKey: "reader-key") == "mine")
+        #expect(first.stop() == 0 && second.stop() == 0)
+    }
+
+    @Test func aRestartOfPostgreSQLLosesNoAcknowledgedWriteAndTheHubReconnects() async throws {
+        // A cluster of its own: restarting the shared one would disturb the other tests.
+        let cluster = try PostgreSQLCluster.makeOwn()
+        let (_, url) = try cluster.createDatabase()
+        let folder = temporaryFolder("pg-restart")
+        let storage = HubStorage(.postgresql, folder: folder, arguments: ["--database", url])
+        let token = try HubProcess.createToken(storage: storage, account: "alice")
+        let hub = try HubProcess(storage: storage)
+        let retry = RetryPolicy(maximumAttempts: 20, initialDelay: .milliseconds(50), maximumDelay: .milliseconds(500))
+        let writer = ReplicatedKeyValueStore(replicaID: "writer", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token, retry: retry),
+                                             account: "alice")
+        var acknowledged: [String: Int64] = [:]
+        for index in Int64(0)..<60 {
+            if index == 20 { try cluster.restart(immediate: true) }
+            if index == 40 { try cluster.restart(immediate: false) }
+            let key = "k\(index % 15)"
+            writer.set(index, forKey: key)
+            try await writer.sync()   // retried until the hub answers: then the write is committed
+            acknowledged[key] = index
+        }
+        try cluster.restart(immediate: true)
+        let reader = ReplicatedKeyValueStore(replicaID: "reader", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token, retry: retry),
+                                             account: "alice")
+        try await reader.sync()
+        for (key, value) in acknowledged.sorted(by: { $0.key < $1.key }) {
+            #expect(reader.longLong(forKey: key) == value, "\(key)")
+        }
+        #expect(hub.process.isRunning)
+        #expect(hub.log.contains("status=503"), "the exchanges during the restarts were answered 503 (retry), not dropped")
+        #expect(hub.stop() == 0)
+    }
+
+    @Test func hubsStartingTogetherMigrateOnceAndANewerSchemaIsRefusedUnchanged() throws {
+        let cluster = try PostgreSQLCluster.started()
+        let (name, url) = try cluster.createDatabase()
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            do { _ = try PostgreSQLHubStateStore(connectionString: url) } catch { failures.withLock { $0.append("\(error)") } }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        #expect(try cluster.psql("SELECT count(*) FROM converge_hub_migrations", database: name) == "\(PostgreSQLHubSchema.currentVersion)")
+        try cluster.psql("INSERT INTO converge_hub_migrations (version) VALUES (99)", database: name)
+        let before = try cluster.psql("SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'", database: name)
+        let outcome = try ChildProcess.run(HubProcess.executable, ["serve", "--database", url, "--listen", "127.0.0.1:0"], in: cluster.folder)
+        #expect(outcome.status == 1)
+        #expect(outcome.errors.contains("written by a newer version") && outcome.errors.contains("schema version 99"), "\(outcome.errors)")
+        #expect(try cluster.psql("SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'", database: name) == before)
+    }
+
+    @Test func anUnreachableDatabaseIsAClearErrorThatNeverShowsThePassword() throws {
+        let folder = temporaryFolder("pg-unreachable")
+        for arguments in [["serve", "--database", "postgresql://hub:s3cret-pw@127.0.0.1:1/hub", "--listen", "127.0.0.1:0"],
+                          ["token", "create", "--database", "host=127.0.0.1 port=1 password=s3cret-pw dbname=hub", "--account", "alice"]] {
+            let outcome = try ChildProcess.run(HubProcess.executable, arguments, in: folder)
+            #expect(outcome.status == 1, "\(arguments[0])")
+            #expect(outcome.errors.contains("cannot open PostgreSQL (") && outcome.errors.contains("host=127.0.0.1 port=1)"), "\(outcome.errors)")
+            #expect(!outcome.errors.contains("s3cret-pw"), "\(outcome.errors)")
+        }
+        let both = try ChildProcess.run(HubProcess.executable, ["serve", "--data", folder.path, "--database", "dbname=x", "--listen", "127.0.0.1:0"],
+                                        in: folder)
+        #expect(both.status == 2 && both.errors.contains("either --data DIR or --database URL"))
+    }
+
+    @Test func concurrentExchangesOfOneAccountThroughTwoServicesAllSucceed() throws {
+        // Two services on two stores over one database stand for two hub processes: eight
+        // threads push to one account through both at once. The account's lock makes them
+        // take turns; none is refused for contention and no write is lost.
+        let url = try PostgreSQLCluster.started().createDatabase().url
+        let stores = [try PostgreSQLHubStateStore(connectionString: url, maximumConnections: 3),
+                      try PostgreSQLHubStateStore(connectionString: url, maximumConnections: 3)]
+        let token = try HubService.createToken(for: "alice", in: stores[0], nowMilliseconds: 0)
+        let services = stores.map { HubService(store: $0) }
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            let device = ReplicatedKeyValueStore(replicaID: ReplicaID("d\(index)")!,
+                                                 transport: HubServiceTests.ServiceTransport(service: services[index % 2], token: token),
+                                                 account: "alice")
+            for round in 0..<10 {
+                device.set(Int64(round), forKey: "d\(index)-r\(round)")
+                if !device.synchronize() { failures.withLock { $0.append("d\(index) round \(round)") } }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        let reader = ReplicatedKeyValueStore(replicaID: "reader", transport: HubServiceTests.ServiceTransport(service: services[1], token: token),
+                                             account: "alice")
+        #expect(reader.synchronize())
+        #expect(reader.dictionaryRepresentation.count == 80)
+    }
+}
