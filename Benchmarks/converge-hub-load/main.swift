@@ -10,20 +10,27 @@ import Glibc
 // thread and kept-alive connection, in a closed loop (the next request leaves when the
 // answer arrived). Prints one JSON line: syncs per second and latency quantiles.
 //
-//   converge-hub-load --port P --data DIR --devices N --seconds S --mode poll|push
-//                     [--devices-per-account K] [--fill-bytes B] [--fixed-responder]
+//   converge-hub-load --port P[,P2,…] (--data DIR | --database URL) --devices N --seconds S
+//                     --mode poll|push [--devices-per-account K] [--fill-bytes B] [--fixed-responder]
+//                     [--label TEXT]
+//
+// With several ports (hubs sharing one PostgreSQL database), device i talks to port
+// i mod n, so each account's devices are spread over the hubs.
 //
 // --fill-bytes makes the first device of each account write B bytes of values (in keys of
 // 1,000 bytes) before the run, to measure what the size of an account costs.
 //
-// --data is the hub's folder: the tool makes one token per account there. With
+// --data is the hub's folder, --database its PostgreSQL database: the tool makes one token
+// per account there. With
 // --fixed-responder the same requests go to a server that answers a fixed body (nginx in
 // Benchmarks/hub-load.sh), as the ceiling of what HTTP on this machine can do: the devices
 // do the same client work but do not apply the (fixed) answers.
 
 struct Options {
-    var port: UInt16 = 0
+    var ports: [UInt16] = []
     var data = ""
+    var database = ""
+    var label = ""
     var devices = 16
     var devicesPerAccount = 4
     var seconds = 5.0
@@ -45,8 +52,14 @@ while !arguments.isEmpty {
     guard !arguments.isEmpty else { fail("\(flag) needs a value") }
     let value = arguments.removeFirst()
     switch flag {
-    case "--port": options.port = UInt16(value) ?? { fail("bad port") }()
+    case "--port":
+        options.ports = value.split(separator: ",").map { part -> UInt16 in
+            guard let port = UInt16(part) else { fail("bad port \(part)") }
+            return port
+        }
     case "--data": options.data = value
+    case "--database": options.database = value
+    case "--label": options.label = value
     case "--devices": options.devices = Int(value) ?? { fail("bad device count") }()
     case "--devices-per-account": options.devicesPerAccount = Int(value) ?? { fail("bad count") }()
     case "--fill-bytes": options.fillBytes = Int(value) ?? { fail("bad byte count") }()
@@ -57,7 +70,8 @@ while !arguments.isEmpty {
     default: fail("unknown option \(flag)")
     }
 }
-guard options.port > 0, options.devices > 0, options.devicesPerAccount > 0 else { fail("--port and --devices are required") }
+guard !options.ports.isEmpty, options.devices > 0, options.devicesPerAccount > 0 else { fail("--port and --devices are required") }
+guard options.data.isEmpty != options.database.isEmpty else { fail("give either --data DIR or --database URL") }
 
 /// A kept-alive HTTP/1.1 connection that POSTs bodies and reads `Content-Length` answers.
 final class Connection {
@@ -131,16 +145,18 @@ struct Unused: SyncTransport {
     func exchange(_ request: [UInt8]) async throws -> [UInt8] { throw ConvergeError.unreachable("unused") }
 }
 
-// One token per account, made in the hub's folder (the hub reads new tokens as they come).
+// One token per account, made in the hub's storage (the hub reads new tokens as they come).
 let accountCount = (options.devices + options.devicesPerAccount - 1) / options.devicesPerAccount
 var tokens: [String] = []
 do {
-    let store = try SQLiteHubStateStore(folder: options.data)
+    let store: any HubStateStore = options.database.isEmpty
+        ? try SQLiteHubStateStore(folder: options.data)
+        : try PostgreSQLHubStateStore(connectionString: options.database, maximumConnections: 1)
     for index in 0..<accountCount {
         tokens.append(try HubService.createToken(for: AccountID("load-\(index)")!, in: store, nowMilliseconds: 0))
     }
 } catch {
-    fail("cannot make tokens in \(options.data): \(error)")
+    fail("cannot make tokens in \(options.database.isEmpty ? options.data : "the database"): \(error)")
 }
 
 /// Runs the devices; returns every latency (nanoseconds), the failures and the elapsed seconds.
@@ -161,7 +177,7 @@ func runLoad(options: Options, tokens: [String]) -> (latencies: [UInt64], failur
             // so the store's transport is never called.
             let store = ReplicatedKeyValueStore(replicaID: ReplicaID("device-\(device)")!, transport: Unused(),
                                                 account: AccountID("load-\(account)")!)
-            let connection = Connection(port: options.port)
+            let connection = Connection(port: options.ports[device % options.ports.count])
             // Catch up first, so a poll has nothing to fetch and a push carries one key.
             func exchange() -> Bool {
                 guard let request = try? store.hubRequest().bytes else { return false }
@@ -219,6 +235,6 @@ func quantile(_ q: Double) -> Double {
     sorted.isEmpty ? 0 : Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * q))]) / 1e6
 }
 let target = options.fixedResponder ? "fixed-responder" : "converge-hub"
-print(String(format: "{\"target\":\"%@\",\"mode\":\"%@\",\"devices\":%d,\"accounts\":%d,\"seconds\":%.2f,\"syncs\":%d,\"failures\":%d,\"syncs_per_second\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f}",
-             target, options.mode, options.devices, accountCount, elapsed, sorted.count, failureCount,
+print(String(format: "{\"label\":\"%@\",\"hubs\":%d,\"target\":\"%@\",\"mode\":\"%@\",\"devices\":%d,\"accounts\":%d,\"seconds\":%.2f,\"syncs\":%d,\"failures\":%d,\"syncs_per_second\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f}",
+             options.label, options.ports.count, target, options.mode, options.devices, accountCount, elapsed, sorted.count, failureCount,
              Double(sorted.count) / elapsed, quantile(0.5), quantile(0.99)))

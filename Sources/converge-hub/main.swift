@@ -11,6 +11,7 @@ struct ServeOptions {
     var data: String?
     var database: String?
     var databaseConnections = 8
+    var databaseTimeoutSeconds = 10
     var listen: ListenAddress?
     var maximumConnections = 512
     var idleTimeoutSeconds = 60
@@ -41,6 +42,10 @@ nonisolated let serveOptions: [ServeOption] = [
     ServeOption(flag: "--database-connections", valueName: "N", help: "PostgreSQL connections this process opens at most (default 8)") {
         guard let value = positive($1) else { return "--database-connections needs a positive number" }
         $0.databaseConnections = value; return nil
+    },
+    ServeOption(flag: "--database-timeout-seconds", valueName: "S", help: "give up on a PostgreSQL statement or lock wait after this long: answer 503 (default 10)") {
+        guard let value = positive($1) else { return "--database-timeout-seconds needs a positive number" }
+        $0.databaseTimeoutSeconds = value; return nil
     },
     ServeOption(flag: "--listen", valueName: "HOST:PORT", help: "where to listen, e.g. 127.0.0.1:8080 or [::1]:8080 (port 0: any free port)") {
         guard let address = ListenAddress($1) else { return "invalid address \"\($1)\" (expected HOST:PORT)" }
@@ -119,7 +124,8 @@ func serve(_ options: ServeOptions) throws(ToolError) -> Never {
     let store: any HubStateStore, location: String
     do {
         (store, location) = try openStore(data: options.data, database: options.database,
-                                          databaseConnections: options.databaseConnections)
+                                          databaseConnections: options.databaseConnections,
+                                          databaseTimeout: .seconds(options.databaseTimeoutSeconds))
     } catch {
         throw .failed("\(error)")
     }
@@ -162,9 +168,11 @@ func serve(_ options: ServeOptions) throws(ToolError) -> Never {
 
 /// The hub's store: the SQLite file in `data`, or the PostgreSQL database at `database`
 /// (exactly one is given), and where it is, for the log (never a password).
-func openStore(data: String?, database: String?, databaseConnections: Int) throws(HubError) -> (any HubStateStore, String) {
+func openStore(data: String?, database: String?, databaseConnections: Int,
+               databaseTimeout: Duration = .seconds(10)) throws(HubError) -> (any HubStateStore, String) {
     if let database {
-        let store = try PostgreSQLHubStateStore(connectionString: database, maximumConnections: databaseConnections)
+        let store = try PostgreSQLHubStateStore(connectionString: database, maximumConnections: databaseConnections,
+                                                timeout: databaseTimeout)
         return (store, "postgresql \(store.location)")
     }
     let store = try SQLiteHubStateStore(folder: data!)

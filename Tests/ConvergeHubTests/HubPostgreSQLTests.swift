@@ -153,6 +153,20 @@ struct HubPostgreSQLTests {
             #expect(outcome.errors.contains("cannot open PostgreSQL (") && outcome.errors.contains("host=127.0.0.1 port=1)"), "\(outcome.errors)")
             #expect(!outcome.errors.contains("s3cret-pw"), "\(outcome.errors)")
         }
+        // A password with an unencoded @ / : % or space: libpq mis-reads it (as a host, a
+        // port, a database) or quotes it in its parse error. Found by attacking the hub.
+        let malformed = [("postgresql://postgres:50%off@localhost/hub1", ["50%off", "off\""]),
+                         ("postgresql://postgres:s3cr@t@localhost/hub1", ["s3cr", "t@localhost"]),
+                         ("postgresql://postgres:pa/ss@localhost/hub1", ["port=pa", "ss@localhost"]),
+                         ("postgresql://postgres:hunter2@[::1/hub1", ["hunter2"]),
+                         ("host=127.0.0.1 port=1 password=hun ter2 dbname=hub1", ["hun", "ter2"])]
+        for (url, secrets) in malformed {
+            for arguments in [["serve", "--database", url, "--listen", "127.0.0.1:0"], ["token", "create", "--database", url, "--account", "a"]] {
+                let outcome = try ChildProcess.run(HubProcess.executable, arguments, in: folder)
+                #expect(outcome.status == 1 && outcome.errors.contains("percent-encode"), "\(url): \(outcome.errors)")
+                for secret in secrets { #expect(!outcome.errors.contains(secret), "\(url): \(outcome.errors)") }
+            }
+        }
         let both = try ChildProcess.run(HubProcess.executable, ["serve", "--data", folder.path, "--database", "dbname=x", "--listen", "127.0.0.1:0"],
                                         in: folder)
         #expect(both.status == 2 && both.errors.contains("either --data DIR or --database URL"))
@@ -182,5 +196,93 @@ struct HubPostgreSQLTests {
                                              account: "alice")
         #expect(reader.synchronize())
         #expect(reader.dictionaryRepresentation.count == 80)
+    }
+
+    @Test func aRoleWithOnlyDataPrivilegesServesAMigratedDatabase() async throws {
+        let cluster = try PostgreSQLCluster.started()
+        let (name, url) = try cluster.createDatabase()
+        _ = try PostgreSQLHubStateStore(connectionString: url)   // the owner migrates
+        let role = "hub_\(UInt32.random(in: 0...UInt32.max))"
+        try cluster.psql("""
+            CREATE ROLE \(role) LOGIN; GRANT SELECT, INSERT, UPDATE ON converge_hub_accounts, converge_hub_tokens TO \(role);
+            GRANT SELECT ON converge_hub_migrations TO \(role)
+            """, database: name)
+        let limited = HubStorage(.postgresql, folder: temporaryFolder("pg-role"), arguments: ["--database", cluster.url(database: name, user: role)])
+        let token = try HubProcess.createToken(storage: limited, account: "alice")
+        let hub = try HubProcess(storage: limited)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token), account: "alice")
+        phone.set("v", forKey: "k")
+        try await phone.sync()
+        #expect(try cluster.psql("SELECT count(*) FROM converge_hub_accounts", database: name) == "1")
+        #expect(hub.stop() == 0)
+    }
+
+    @Test func aLockNeverReleasedGets503WithinTheTimeoutNotAHang() async throws {
+        // Another session holds the account's lock (a frozen hub process mid-exchange): the
+        // exchange gives up after --database-timeout-seconds and the device is answered
+        // 503; once the lock is gone the same device syncs. Found by attacking the hub.
+        let cluster = try PostgreSQLCluster.started()
+        let (name, url) = try cluster.createDatabase()
+        let storage = HubStorage(.postgresql, folder: temporaryFolder("pg-lock"), arguments: ["--database", url])
+        let token = try HubProcess.createToken(storage: storage, account: "alice")
+        let hub = try HubProcess(storage: storage, extraArguments: ["--database-timeout-seconds", "1"])
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: hubURL(hub.port), token: token, retry: .never),
+                                            account: "alice")
+        let (lockClass, lockKey) = PostgreSQLHubStateStore.lockKeys(of: "alice")
+        let holder = try cluster.startPsql("BEGIN; SELECT pg_advisory_xact_lock(\(lockClass), \(lockKey)); SELECT pg_sleep(60); COMMIT;",
+                                           database: name)
+        defer { if holder.isRunning { holder.terminate() } }
+        try await Task.sleep(for: .milliseconds(500))
+        phone.set("v", forKey: "k")
+        let started = Date()
+        do {
+            try await phone.sync()
+            Issue.record("the exchange went through while another session held the account's lock")
+        } catch HubTransportError.unavailable(let status, _, _) {
+            #expect(status == 503)
+        }
+        #expect(Date().timeIntervalSince(started) < 5, "the exchange waited \(Date().timeIntervalSince(started)) s")
+        // End the holder's session on the server (its psql then exits by itself).
+        let ended = try cluster.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()",
+                                     database: name)
+        #expect(ended == "1")
+        let resumed = Date()
+        try await phone.sync()
+        #expect(Date().timeIntervalSince(resumed) < 5)
+        #expect(hub.log.contains("status=503"))
+        #expect(hub.stop() == 0)
+    }
+
+    @Test func aDatabaseRolledBackUnderRunningHubsLosesNoWriteMadeAfter() async throws {
+        // The account's row goes back to an older copy (a failover to a replica that lacked
+        // the last commit, a restore) and another hub writes it again, reaching the same
+        // revision number the first hub holds in memory with other content: the first hub
+        // must reload, not overwrite. Found by attacking the hub.
+        let cluster = try PostgreSQLCluster.started()
+        let (name, url) = try cluster.createDatabase()
+        let storage = HubStorage(.postgresql, folder: temporaryFolder("pg-rollback"), arguments: ["--database", url])
+        let token = try HubProcess.createToken(storage: storage, account: "alice")
+        let first = try HubProcess(storage: storage), second = try HubProcess(storage: storage)
+        let x = ReplicatedKeyValueStore(replicaID: "x", transport: HubHTTPTransport(hub: hubURL(first.port), token: token), account: "alice")
+        let y = ReplicatedKeyValueStore(replicaID: "y", transport: HubHTTPTransport(hub: hubURL(second.port), token: token), account: "alice")
+        x.set("0", forKey: "k0")
+        try await x.sync()
+        try await y.sync()
+        try cluster.psql("CREATE TABLE snapshot AS SELECT * FROM converge_hub_accounts", database: name)
+        x.set("1", forKey: "k1")
+        try await x.sync()
+        try cluster.psql("UPDATE converge_hub_accounts a SET revision = s.revision, state = s.state, checksum = s.checksum FROM snapshot s WHERE a.account = s.account",
+                         database: name)
+        y.set("2", forKey: "k2")
+        try await y.sync()   // acknowledged: the same revision number the first hub holds
+        x.set("3", forKey: "k3")
+        try await x.sync()
+        try await x.sync()
+        let fresh = ReplicatedKeyValueStore(replicaID: "fresh", transport: HubHTTPTransport(hub: hubURL(first.port), token: token), account: "alice")
+        try await fresh.sync()
+        #expect(fresh.string(forKey: "k2") == "2", "the write acknowledged after the rollback was overwritten")
+        #expect(fresh.string(forKey: "k0") == "0" && fresh.string(forKey: "k1") == "1" && fresh.string(forKey: "k3") == "3",
+                "\(fresh.dictionaryRepresentation.keys.sorted())")
+        #expect(first.stop() == 0 && second.stop() == 0)
     }
 }

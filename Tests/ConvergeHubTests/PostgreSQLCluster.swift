@@ -67,9 +67,20 @@ final class PostgreSQLCluster: Sendable {
         return (name, url(database: name))
     }
 
-    /// The URL of `database` in this cluster (over the Unix socket, as user postgres).
-    func url(database: String) -> String {
-        "postgresql:///\(database)?host=\(folder.path)&port=\(port)&user=postgres"
+    /// The URL of `database` in this cluster (over the Unix socket, as `user`).
+    func url(database: String, user: String = "postgres") -> String {
+        "postgresql:///\(database)?host=\(folder.path)&port=\(port)&user=\(user)"
+    }
+
+    /// Starts psql running `sql` in `database` in the background.
+    func startPsql(_ sql: String, database: String) throws -> Process {
+        let process = Process()
+        process.executableURL = binaries.appendingPathComponent("psql")
+        process.arguments = ["-X", "-q", "-h", folder.path, "-p", "\(port)", "-U", "postgres", "-d", database, "-c", sql]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
     }
 
     /// Runs SQL in `database` with psql, returning what it printed (unaligned, tuples only).

@@ -1,5 +1,10 @@
 import CLibPQ
 import Converge
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One connection to a PostgreSQL server through libpq, used by one thread at a time (the
 /// pool hands it out).
@@ -7,31 +12,47 @@ import Converge
 /// Parameters and results travel in PostgreSQL's binary format, so `bytea` values are
 /// never escaped and integers never printed and parsed. A connection that broke (the
 /// server restarted, the network failed) is reopened before its next use.
+///
+/// Nothing waits for ever: the server is asked to cancel a statement (or a wait for a lock)
+/// that takes longer than the timeout, and a server that does not answer at all (paused,
+/// or cut off by the network) is given up on a little later, closing the connection.
 final class PostgreSQLConnection {
     private var handle: OpaquePointer?
     /// The connection string as given (it may hold a password: never print it).
     private let connectionString: String
     /// Where the connection goes, without the password: for errors and logs.
     let location: String
+    /// The longest a statement, a lock wait or a connection attempt may take.
+    let timeoutMilliseconds: Int
 
     /// Opens a connection.
     ///
     /// - Parameter connectionString: A `postgresql://` URI or `key=value` pairs, as libpq
     ///   reads them (TLS, passwords and the `PG*` environment variables as libpq provides).
     /// - Throws: ``PostgreSQLError`` if the string is malformed or the server cannot be reached.
-    init(_ connectionString: String) throws(PostgreSQLError) {
+    init(_ connectionString: String, timeoutMilliseconds: Int) throws(PostgreSQLError) {
         self.connectionString = connectionString
+        self.timeoutMilliseconds = max(100, timeoutMilliseconds)
         location = try Self.redacted(connectionString)
         try open()
     }
 
     deinit {
-        if let handle { PQfinish(handle) }
+        close()
     }
 
     private func open() throws(PostgreSQLError) {
-        if let handle { PQfinish(handle) }
-        handle = PQconnectdb(connectionString)
+        close()
+        // The defaults come before the caller's string, so what it sets wins.
+        let settings: [(String, String)] = [
+            ("connect_timeout", "\(max(2, (timeoutMilliseconds + 999) / 1_000))"),
+            ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
+            ("options", "-c statement_timeout=\(timeoutMilliseconds) -c lock_timeout=\(timeoutMilliseconds)"),
+            ("dbname", connectionString),
+        ]
+        handle = withCStrings(settings.map(\.0)) { keywords in
+            withCStrings(settings.map(\.1)) { values in PQconnectdbParams(keywords, values, 1) }
+        }
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
             let message = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             throw PostgreSQLError(message: "cannot connect: \(message.trimmed)", sqlState: nil, connectionLost: true, location: location)
@@ -39,6 +60,11 @@ final class PostgreSQLConnection {
         // The server's notices ("relation already exists, skipping") are not errors: by
         // default libpq prints them on standard error, between the hub's log lines.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    }
+
+    private func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
     }
 
     /// Reopens the connection if it broke since its last use.
@@ -65,17 +91,62 @@ final class PostgreSQLConnection {
         let lengths = encoded.map { Int32($0?.count ?? 0) }
         let formats = [Int32](repeating: 1, count: parameters.count)
         // libpq copies the parameters before returning, so pointers into the arrays suffice.
-        let result: OpaquePointer? = withParameterPointers(encoded) { values in
-            PQexecParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 1)
+        let sent = withParameterPointers(encoded) { values in
+            PQsendQueryParams(handle, sql, Int32(parameters.count), types, values, lengths, formats, 1)
         }
-        return try rows(of: result, sql: sql)
+        guard sent == 1 else { throw failure() }
+        return try rows(of: try awaitResult())
     }
 
     /// Runs statements separated by semicolons, with no parameters (the simple query
     /// protocol: one round trip for all of them).
     func executeScript(_ sql: String) throws(PostgreSQLError) {
         try reconnectIfBroken()
-        _ = try rows(of: PQexec(handle, sql), sql: sql)
+        guard PQsendQuery(handle, sql) == 1 else { throw failure() }
+        _ = try rows(of: try awaitResult())
+    }
+
+    /// Waits for the answer to the statements sent, within the timeout (and a second more,
+    /// for the server's own cancellation to arrive): the first failed result if any, else
+    /// the last. A server that stays silent past that has its connection closed.
+    private func awaitResult() throws(PostgreSQLError) -> OpaquePointer? {
+        let deadline = MonotonicClock.nowNanoseconds() + UInt64(timeoutMilliseconds + 1_000) * 1_000_000
+        var kept: OpaquePointer?
+        while true {
+            while PQisBusy(handle) == 1 {
+                let now = MonotonicClock.nowNanoseconds()
+                guard now < deadline else {
+                    if let kept { PQclear(kept) }
+                    close()
+                    throw PostgreSQLError(message: "the server did not answer within \(timeoutMilliseconds + 1_000) ms; the connection was closed",
+                                          sqlState: nil, connectionLost: true, location: location)
+                }
+                var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
+                guard PQconsumeInput(handle) == 1 else {
+                    if let kept { PQclear(kept) }
+                    throw failure()
+                }
+            }
+            guard let result = PQgetResult(handle) else { return kept }
+            if let previous = kept, isFailure(previous) {
+                PQclear(result)
+            } else {
+                if let previous = kept { PQclear(previous) }
+                kept = result
+            }
+        }
+    }
+
+    private func isFailure(_ result: OpaquePointer) -> Bool {
+        let status = PQresultStatus(result)
+        return status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && status != PGRES_EMPTY_QUERY
+    }
+
+    /// The connection's last error.
+    private func failure() -> PostgreSQLError {
+        PostgreSQLError(message: handle.map { String(cString: PQerrorMessage($0)).trimmed } ?? "no connection", sqlState: nil,
+                        connectionLost: handle.map { PQstatus($0) != CONNECTION_OK } ?? true, location: location)
     }
 
     /// Runs `body` in a transaction: committed if it returns, rolled back if it throws.
@@ -95,11 +166,8 @@ final class PostgreSQLConnection {
         return result
     }
 
-    private func rows(of result: OpaquePointer?, sql: String) throws(PostgreSQLError) -> [[PostgreSQLValue]] {
-        guard let result else {
-            throw PostgreSQLError(message: String(cString: PQerrorMessage(handle)).trimmed, sqlState: nil,
-                                  connectionLost: PQstatus(handle) != CONNECTION_OK, location: location)
-        }
+    private func rows(of result: OpaquePointer?) throws(PostgreSQLError) -> [[PostgreSQLValue]] {
+        guard let result else { throw failure() }
         defer { PQclear(result) }
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
@@ -125,13 +193,19 @@ final class PostgreSQLConnection {
 
     /// The connection string without its password: the `key=value` pairs libpq read from
     /// it that say where it goes.
+    ///
+    /// A password with an unencoded `@`, `/`, `:` or `%` makes libpq read parts of it as the
+    /// host, port or database, or fail to parse the string with a message quoting it; such
+    /// a string is refused without showing any of it, and libpq's message is not passed on.
     static func redacted(_ connectionString: String) throws(PostgreSQLError) -> String {
+        let malformed = PostgreSQLError(
+            message: "not a usable PostgreSQL connection string (not shown, as it may hold a password): "
+                + "check its form, and percent-encode @ / : % and spaces in the password",
+            sqlState: nil, connectionLost: false, location: "postgresql")
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(connectionString, &error) else {
-            let message = error.map { String(cString: $0).trimmed } ?? "out of memory"
             if let error { PQfreemem(error) }
-            throw PostgreSQLError(message: "not a PostgreSQL connection string: \(message)", sqlState: nil, connectionLost: false,
-                                  location: "postgresql")
+            throw malformed
         }
         defer { PQconninfoFree(options) }
         var shown: [String] = []
@@ -139,12 +213,29 @@ final class PostgreSQLConnection {
         while let keyword = option.pointee.keyword {
             let name = String(cString: keyword)
             if ["host", "hostaddr", "port", "dbname", "user", "sslmode"].contains(name), let value = option.pointee.val {
-                shown.append("\(name)=\(String(cString: value))")
+                let text = String(cString: value)
+                guard Self.isPlausible(text, for: name) else { throw malformed }
+                shown.append("\(name)=\(text)")
             }
             option += 1
         }
         return shown.isEmpty ? "the default PostgreSQL server" : shown.joined(separator: " ")
     }
+
+    /// Whether `value` can be what `keyword` names rather than a piece of a mis-read
+    /// password: no `@` anywhere, a port of digits (several hosts: separated by commas).
+    private static func isPlausible(_ value: String, for keyword: String) -> Bool {
+        guard !value.contains("@"), !value.contains(where: { $0.isWhitespace }) else { return false }
+        if keyword == "port" { return value.allSatisfy { $0.isASCII && ($0.isNumber || $0 == ",") } }
+        return true
+    }
+}
+
+/// Calls `body` with a NULL-terminated C array of the strings.
+private func withCStrings<Result>(_ strings: [String], _ body: ([UnsafePointer<CChar>?]) -> Result) -> Result {
+    let copies = strings.map { strdup($0) }
+    defer { for copy in copies { free(copy) } }
+    return body(copies.map { UnsafePointer($0) } + [nil])
 }
 
 /// Calls `body` with a C array of pointers to each parameter's bytes (`NULL` for SQL null).

@@ -17,21 +17,24 @@ final class PostgreSQLConnectionPool: @unchecked Sendable {
     private var idle: [PostgreSQLConnection] = []
     private var openCount = 0
     private let connectionString: String
+    private let timeoutMilliseconds: Int
     /// The most connections open at once.
     let maximumConnections: Int
     /// Where the connections go, without the password.
     let location: String
 
     /// A pool of at most `maximumConnections` connections (at least one) to
-    /// `connectionString`; one is opened now, so a wrong address fails here.
-    init(_ connectionString: String, maximumConnections: Int) throws(PostgreSQLError) {
+    /// `connectionString`, each giving up on a statement after `timeoutMilliseconds`; one
+    /// is opened now, so a wrong address fails here.
+    init(_ connectionString: String, maximumConnections: Int, timeoutMilliseconds: Int) throws(PostgreSQLError) {
         self.connectionString = connectionString
+        self.timeoutMilliseconds = timeoutMilliseconds
         self.maximumConnections = max(1, maximumConnections)
         mutex.initialize(to: pthread_mutex_t())
         returned.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(returned, nil)
-        let first = try PostgreSQLConnection(connectionString)
+        let first = try PostgreSQLConnection(connectionString, timeoutMilliseconds: timeoutMilliseconds)
         location = first.location
         idle = [first]
         openCount = 1
@@ -61,8 +64,8 @@ final class PostgreSQLConnectionPool: @unchecked Sendable {
         }
         openCount += 1
         pthread_mutex_unlock(mutex)
-        do {
-            return try PostgreSQLConnection(connectionString)
+        do throws(PostgreSQLError) {
+            return try PostgreSQLConnection(connectionString, timeoutMilliseconds: timeoutMilliseconds)
         } catch {
             pthread_mutex_lock(mutex)
             openCount -= 1

@@ -6,7 +6,9 @@ import Converge
 /// other applications. `converge_hub_migrations` records each migration applied; a hub
 /// applies the ones it lacks in one transaction, under an advisory lock, so hubs starting at
 /// once on an empty database migrate it once. A database migrated by a newer version is
-/// refused, never changed.
+/// refused, never changed. A database already up to date is not changed either, so a role
+/// with only `SELECT`, `INSERT` and `UPDATE` on the tables (and `SELECT` on the migrations)
+/// can serve it once its owner migrated it.
 public enum PostgreSQLHubSchema {
     /// The advisory-lock class of Converge's hub ("CvgH"): the first key of every lock the
     /// hub takes (an account's, and the migrations').
@@ -36,17 +38,26 @@ public enum PostgreSQLHubSchema {
             do { return try body() } catch { throw error.hubError(operation: .create) }
         }
         try connection.transaction(begin: "BEGIN; SELECT pg_advisory_xact_lock(\(lockClass), 0)") { () throws(HubError) in
-            let applied = try run { () throws(PostgreSQLError) in
-                try connection.executeScript("""
-                    CREATE TABLE IF NOT EXISTS converge_hub_migrations (
-                        version integer PRIMARY KEY,
-                        applied_at timestamptz NOT NULL DEFAULT now())
-                    """)
-                return try connection.execute("SELECT coalesce(max(version), 0) FROM converge_hub_migrations").first?.first?.integer ?? 0
+            // A database already up to date needs no DDL, so a role with only SELECT,
+            // INSERT and UPDATE on the tables can serve it.
+            let exists = try run { () throws(PostgreSQLError) in
+                try connection.execute("SELECT to_regclass('converge_hub_migrations') IS NOT NULL").first?.first == .bool(true)
+            }
+            let applied = !exists ? 0 : try run { () throws(PostgreSQLError) in
+                try connection.execute("SELECT coalesce(max(version), 0) FROM converge_hub_migrations").first?.first?.integer ?? 0
             }
             guard applied <= Int64(currentVersion) else {
                 throw .storage(StorageFailure(kind: .newerSchema, path: "PostgreSQL (\(connection.location))", operation: .open,
                                               detail: "schema version \(applied); this converge-hub knows up to \(currentVersion)"))
+            }
+            if !exists && applied < currentVersion {
+                try run { () throws(PostgreSQLError) in
+                    try connection.executeScript("""
+                        CREATE TABLE converge_hub_migrations (
+                            version integer PRIMARY KEY,
+                            applied_at timestamptz NOT NULL DEFAULT now())
+                        """)
+                }
             }
             for version in 1...currentVersion where version > applied {
                 try run { () throws(PostgreSQLError) in

@@ -28,11 +28,15 @@ public final class PostgreSQLHubStateStore: HubStateStore {
     ///     (`sslmode`), passwords and the `PG*` environment variables work as libpq provides.
     ///   - maximumConnections: The most connections this process opens (exchanges beyond
     ///     wait for one).
+    ///   - timeout: The longest a statement, a wait for an account's lock or a connection
+    ///     attempt may take; past it the exchange fails (the device is answered 503 and
+    ///     retries) instead of waiting for a server that is paused, cut off or holding the lock.
     /// - Throws: ``HubError/storage(_:)`` if the server cannot be reached, the schema was
     ///   written by a newer version, or a migration fails (nothing is changed then).
-    public init(connectionString: String, maximumConnections: Int = 8) throws(HubError) {
+    public init(connectionString: String, maximumConnections: Int = 8, timeout: Duration = .seconds(10)) throws(HubError) {
+        let milliseconds = Int(clamping: timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         do {
-            pool = try PostgreSQLConnectionPool(connectionString, maximumConnections: maximumConnections)
+            pool = try PostgreSQLConnectionPool(connectionString, maximumConnections: maximumConnections, timeoutMilliseconds: milliseconds)
         } catch {
             throw error.hubError(operation: .open)
         }
@@ -49,44 +53,47 @@ public final class PostgreSQLHubStateStore: HubStateStore {
         return (PostgreSQLHubSchema.lockClass, Int32(bitPattern: hash))
     }
 
-    public func update<Result>(_ account: AccountID, knownRevision: UInt64,
+    public func update<Result>(_ account: AccountID, known: HubStoredVersion?,
                                _ exchange: (HubStoredCopy) throws(HubError) -> (result: Result, write: [UInt8]?))
-        throws(HubError) -> (result: Result, revision: UInt64) {
+        throws(HubError) -> (result: Result, version: HubStoredVersion?) {
         let (lockClass, lockKey) = Self.lockKeys(of: account)
         return try pool.withConnection { connection throws(HubError) in
             try connection.transaction(begin: "BEGIN; SELECT pg_advisory_xact_lock(\(lockClass), \(lockKey))") { () throws(HubError) in
+                // The state only if the stored copy is not the one the caller holds.
                 let rows = try run(connection, operation: .read) { () throws(PostgreSQLError) in
                     try connection.execute("""
-                        SELECT revision, CASE WHEN revision = $2 THEN NULL ELSE state END,
-                               CASE WHEN revision = $2 THEN NULL ELSE checksum END
+                        SELECT revision, checksum, CASE WHEN revision = $2 AND checksum = $3 THEN NULL ELSE state END
                         FROM converge_hub_accounts WHERE account = $1
-                        """, [.text(account.rawValue), .int64(Int64(clamping: knownRevision))])
+                        """, [.text(account.rawValue), .int64(Int64(clamping: known?.revision ?? 0)), .bytes(known?.checksum ?? [])])
                 }
-                let copy: HubStoredCopy, base: UInt64
+                let copy: HubStoredCopy, base: HubStoredVersion?
                 if let row = rows.first {
-                    guard let revision = row[0].integer, revision > 0 else { throw malformedRow(account) }
-                    if UInt64(revision) == knownRevision {
-                        (copy, base) = (.unchanged, knownRevision)
+                    guard let revision = row[0].integer, revision > 0, let checksum = row[1].bytes else { throw malformedRow(account) }
+                    let stored = HubStoredVersion(revision: UInt64(revision), checksum: checksum)
+                    if stored == known {
+                        (copy, base) = (.unchanged, known)
                     } else {
-                        (copy, base) = (.changed(try checked(row[1], row[2], revision: revision, of: account)), UInt64(revision))
+                        (copy, base) = (.changed(try checked(row[2], row[1], revision: revision, of: account)), stored)
                     }
                 } else {
-                    (copy, base) = (knownRevision == 0 ? .unchanged : .changed(nil), 0)
+                    (copy, base) = (known == nil ? .unchanged : .changed(nil), nil)
                 }
                 let (result, write) = try exchange(copy)
                 guard let write else { return (result, base) }
-                let written = try compareAndSwap(account, state: write, replacing: base, on: connection)
+                let written = try compareAndSwap(account, state: write, replacing: base?.revision ?? 0, on: connection)
                 // Under the lock nobody else writes the account: a miss means a process
                 // that does not take it (an older version, or a hand-made change).
                 guard let written else { throw HubError.contention(account) }
-                return (result, written)
+                return (result, HubStoredVersion(revision: written, checksum: SHA256.digest(write)))
             }
         }
     }
 
-    public func storedRevision(of account: AccountID) throws(HubError) -> UInt64 {
-        let rows = try query("SELECT revision FROM converge_hub_accounts WHERE account = $1", [.text(account.rawValue)])
-        return rows.first.flatMap { $0[0].integer }.map { UInt64(clamping: $0) } ?? 0
+    public func storedVersion(of account: AccountID) throws(HubError) -> HubStoredVersion? {
+        let rows = try query("SELECT revision, checksum FROM converge_hub_accounts WHERE account = $1", [.text(account.rawValue)])
+        guard let row = rows.first else { return nil }
+        guard let revision = row[0].integer, revision > 0, let checksum = row[1].bytes else { throw malformedRow(account) }
+        return HubStoredVersion(revision: UInt64(revision), checksum: checksum)
     }
 
     public func loadAccount(_ account: AccountID) throws(HubError) -> HubStoredAccount? {

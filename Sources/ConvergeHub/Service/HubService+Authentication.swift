@@ -38,8 +38,12 @@ extension HubService {
             }
             return .account(account)
         } catch {
-            return .refused(.text(.serviceUnavailable, "the hub cannot read its tokens: \(error)", headers: [("Retry-After", "1")],
-                                  rejection: "storage"))
+            // The detail (which may name the database) goes to the log, not to a client
+            // that has not yet shown a valid token.
+            var refusal = HTTPResponse.text(.serviceUnavailable, "the hub cannot read its tokens now; retry later",
+                                            headers: [("Retry-After", "1")], rejection: "storage")
+            refusal.logFields = [("error", "\(error)")]
+            return .refused(refusal)
         }
     }
 

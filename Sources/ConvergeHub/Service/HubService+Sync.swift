@@ -44,7 +44,9 @@ extension HubService {
             response.logFields = fields + [("error", "\(input)")]
             return response
         } catch {
-            var response = HTTPResponse.text(.serviceUnavailable, "the hub could not commit the exchange: \(error)",
+            // Where the storage is stays in the log; the device learns what it needs.
+            let said = if case .storage = error { "the hub's storage is unavailable now; retry later" } else { "\(error)" }
+            var response = HTTPResponse.text(.serviceUnavailable, "the hub could not commit the exchange: \(said)",
                                              headers: [("Retry-After", "1")], rejection: "storage")
             response.logFields = fields + [("error", "\(error)")]
             return response
@@ -104,7 +106,7 @@ extension HubService {
     }
 
     /// Runs `body` on `account`'s current machine through the store, writes the machine's
-    /// state if `body` says so, and adopts the machine and revision in `state`.
+    /// state if `body` says so, and adopts the machine and its stored version in `state`.
     ///
     /// `body` gets the machine in memory if the stored copy is still the one it came from,
     /// or one restored from the stored copy (the second argument is then `true`); it
@@ -118,7 +120,7 @@ extension HubService {
         var written = 0
         var bodyFinished: UInt64 = 0
         let current = state.machine
-        let (result, revision) = try store.update(account, knownRevision: state.revision) { copy throws(HubError) in
+        let (result, version) = try store.update(account, known: state.machine == nil ? nil : state.version) { copy throws(HubError) in
             var machine: HubSyncMachine, reloaded: Bool
             switch copy {
             case .unchanged: (machine, reloaded) = (current ?? emptyMachine(), false)
@@ -136,7 +138,7 @@ extension HubService {
             state.dirty = false
         }
         state.machine = adopted
-        state.revision = revision
+        state.version = version
         return result
     }
 

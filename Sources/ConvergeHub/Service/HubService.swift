@@ -90,8 +90,9 @@ final class AccountSlot: Sendable {
     struct State {
         /// The account's machine; `nil` until loaded from the store.
         var machine: HubSyncMachine?
-        /// The revision of the stored copy `machine` was loaded from or written as.
-        var revision: UInt64 = 0
+        /// The version of the stored copy `machine` was loaded from or written as (`nil`:
+        /// none stored, or nothing loaded).
+        var version: HubStoredVersion?
         /// Changed since the last write (only by polls answered "up to date").
         var dirty = false
     }

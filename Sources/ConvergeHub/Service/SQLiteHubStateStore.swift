@@ -42,7 +42,7 @@ public final class SQLiteHubStateStore: HubStateStore {
             update = try connection.prepare(
                 "UPDATE accounts SET revision = revision + 1, state = ?, checksum = ? WHERE account = ? AND revision = ? RETURNING revision")
             token = try connection.prepare("SELECT account FROM tokens WHERE hash = ?", doing: .read)
-            revision = try connection.prepare("SELECT revision FROM accounts WHERE account = ?", doing: .read)
+            revision = try connection.prepare("SELECT revision, checksum FROM accounts WHERE account = ?", doing: .read)
         }
     }
 
@@ -107,15 +107,20 @@ public final class SQLiteHubStateStore: HubStateStore {
         }
     }
 
-    /// Reads the revision on the reading connection, so the check never waits behind a
+    /// Reads the version on the reading connection, so the check never waits behind a
     /// commit's flush; it sees every committed write, this process's and others'.
-    public func storedRevision(of account: AccountID) throws(HubError) -> UInt64 {
+    public func storedVersion(of account: AccountID) throws(HubError) -> HubStoredVersion? {
+        let rows: [[SQLiteConnection.Column]]
         do {
-            let rows = try reader.withLock { statements throws(ConvergeError) in try statements.revision.run([.text(account.rawValue)]) }
-            return rows.first?.first?.integer.map { UInt64(clamping: $0) } ?? 0
+            rows = try reader.withLock { statements throws(ConvergeError) in try statements.revision.run([.text(account.rawValue)]) }
         } catch {
             throw HubError(error)
         }
+        guard let row = rows.first else { return nil }
+        guard row.count == 2, let revision = row[0].integer, revision > 0, let checksum = row[1].blob else {
+            throw .storage(StorageFailure(kind: .corrupt, path: path, operation: .read, detail: "account \(account): a malformed row"))
+        }
+        return HubStoredVersion(revision: UInt64(revision), checksum: checksum)
     }
 
     public func loadAccount(_ account: AccountID) throws(HubError) -> HubStoredAccount? {
