@@ -6,6 +6,8 @@
 #   postgresql-1  one hub on PostgreSQL (--database);
 #   postgresql-2  two hubs on the same PostgreSQL database, device i talking to hub i mod 2
 #                 (so every account is served by both at once);
+#   postgresql-2-affinity  the same two hubs, every device of account a talking to hub
+#                 a mod 2 (as nginx's `hash $http_authorization consistent` would route);
 # polling with nothing new, then pushing one key per exchange. The runs alternate, REPEATS
 # times each, and the summary takes each one's median run.
 #
@@ -51,17 +53,20 @@ as_postgres "$pgbin/pg_ctl" -D "$pgdir/data" -l "$pgdir/server.log" -w \
 "$pgbin/psql" -X -q -h "$pgdir" -p "$port" -U postgres -c "CREATE DATABASE converge"
 url="postgresql:///converge?host=$pgdir&port=$port&user=postgres"
 
-start_hub() {  # start_hub NAME STORAGE-OPTIONS...: starts a hub, prints its port
+start_hub() {  # start_hub NAME STORAGE-OPTIONS...: starts a hub and waits until it listens
   local name=$1
   shift
-  "$bin/converge-hub" serve "$@" --listen 127.0.0.1:0 --max-connections 4096 2>"$work/$name.log" &
+  "$bin/converge-hub" serve "$@" --listen 127.0.0.1:0 --max-connections 4096 >/dev/null 2>"$work/$name.log" &
   pids+=($!)
   for _ in $(seq 100); do grep -q "msg=listening" "$work/$name.log" 2>/dev/null && break; sleep 0.1; done
-  grep -o 'msg=listening address=127.0.0.1:[0-9]*' "$work/$name.log" | cut -d: -f2
 }
-sqlite_port=$(start_hub sqlite --data "$work/data")
-pg_first=$(start_hub pg-first --database "$url")
-pg_second=$(start_hub pg-second --database "$url")
+port_of() { grep -o 'msg=listening address=127.0.0.1:[0-9]*' "$work/$1.log" | cut -d: -f2; }
+start_hub sqlite --data "$work/data"
+start_hub pg-first --database "$url"
+start_hub pg-second --database "$url"
+sqlite_port=$(port_of sqlite)
+pg_first=$(port_of pg-first)
+pg_second=$(port_of pg-second)
 
 load() { "$bin/converge-hub-load" --devices "$devices" --seconds "$seconds" "$@"; }
 echo "== $devices devices, $seconds s per run, $repeats runs each, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -71,6 +76,8 @@ for _ in $(seq "$repeats"); do
     load --mode "$mode" --label sqlite --port "$sqlite_port" --data "$work/data" | tee -a "$work/runs.jsonl"
     load --mode "$mode" --label postgresql-1 --port "$pg_first" --database "$url" | tee -a "$work/runs.jsonl"
     load --mode "$mode" --label postgresql-2 --port "$pg_first,$pg_second" --database "$url" | tee -a "$work/runs.jsonl"
+    load --mode "$mode" --label postgresql-2-affinity --port "$pg_first,$pg_second" --account-affinity --database "$url" \
+      | tee -a "$work/runs.jsonl"
   done
 done
 python3 - "$work/runs.jsonl" <<'PY'
@@ -82,8 +89,8 @@ def median(label, mode):
 print("== summary (median runs; ratio: against the SQLite hub of the same mode)")
 for name, mode in (("poll (nothing new)", "poll"), ("push (one key)", "push")):
     base = median("sqlite", mode)
-    for label in ("sqlite", "postgresql-1", "postgresql-2"):
+    for label in ("sqlite", "postgresql-1", "postgresql-2", "postgresql-2-affinity"):
         run = median(label, mode)
-        print(f"{name:20} {label:13} {run['syncs_per_second']:>8.0f} syncs/s  p50 {run['p50_ms']:7.3f} ms  p99 {run['p99_ms']:7.3f} ms"
+        print(f"{name:20} {label:22} {run['syncs_per_second']:>8.0f} syncs/s  p50 {run['p50_ms']:7.3f} ms  p99 {run['p99_ms']:7.3f} ms"
               f"  failures {run['failures']}  ratio {run['syncs_per_second'] / base['syncs_per_second']:.2f}")
 PY

@@ -15,7 +15,8 @@ import Glibc
 //                     [--label TEXT]
 //
 // With several ports (hubs sharing one PostgreSQL database), device i talks to port
-// i mod n, so each account's devices are spread over the hubs.
+// i mod n, so each account's devices are spread over the hubs; with --account-affinity,
+// every device of account a talks to port a mod n (as a load balancer hashing the token would).
 //
 // --fill-bytes makes the first device of each account write B bytes of values (in keys of
 // 1,000 bytes) before the run, to measure what the size of an account costs.
@@ -31,6 +32,7 @@ struct Options {
     var data = ""
     var database = ""
     var label = ""
+    var accountAffinity = false
     var devices = 16
     var devicesPerAccount = 4
     var seconds = 5.0
@@ -49,6 +51,7 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 while !arguments.isEmpty {
     let flag = arguments.removeFirst()
     if flag == "--fixed-responder" { options.fixedResponder = true; continue }
+    if flag == "--account-affinity" { options.accountAffinity = true; continue }
     guard !arguments.isEmpty else { fail("\(flag) needs a value") }
     let value = arguments.removeFirst()
     switch flag {
@@ -177,7 +180,7 @@ func runLoad(options: Options, tokens: [String]) -> (latencies: [UInt64], failur
             // so the store's transport is never called.
             let store = ReplicatedKeyValueStore(replicaID: ReplicaID("device-\(device)")!, transport: Unused(),
                                                 account: AccountID("load-\(account)")!)
-            let connection = Connection(port: options.ports[device % options.ports.count])
+            let connection = Connection(port: options.ports[(options.accountAffinity ? account : device) % options.ports.count])
             // Catch up first, so a poll has nothing to fetch and a push carries one key.
             func exchange() -> Bool {
                 guard let request = try? store.hubRequest().bytes else { return false }
