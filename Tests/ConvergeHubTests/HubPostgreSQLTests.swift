@@ -232,7 +232,16 @@ struct HubPostgreSQLTests {
         let holder = try cluster.startPsql("BEGIN; SELECT pg_advisory_xact_lock(\(lockClass), \(lockKey)); SELECT pg_sleep(60); COMMIT;",
                                            database: name)
         defer { if holder.isRunning { holder.terminate() } }
-        try await Task.sleep(for: .milliseconds(500))
+        // Wait until the other session holds the lock (psql may start slowly on a busy machine).
+        let held = """
+            SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid::bigint = \(lockClass)
+            AND objid::bigint = (\(lockKey)::bigint & 4294967295) AND objsubid = 2
+            """
+        let waitStarted = Date()
+        while try cluster.psql(held, database: name) != "1" {
+            guard Date().timeIntervalSince(waitStarted) < 30 else { throw PostgreSQLCluster.Failure(description: "psql never took the lock") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
         phone.set("v", forKey: "k")
         let started = Date()
         do {
