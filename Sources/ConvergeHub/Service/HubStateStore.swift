@@ -54,7 +54,7 @@ public protocol HubStateStore: Sendable {
 }
 
 extension HubStateStore {
-    /// Runs the exchange over ``storedRevision(of:)``, ``loadAccount(_:)`` and the
+    /// Runs the exchange over ``storedVersion(of:)``, ``loadAccount(_:)`` and the
     /// compare-and-swap of ``storeAccount(_:state:replacing:)``, redoing it on the newer
     /// copy when another process wrote first (at most four times). Holds nothing across
     /// processes: enough where one process serves the store, correct (but retried) where
