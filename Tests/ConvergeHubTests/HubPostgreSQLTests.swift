@@ -223,7 +223,9 @@ struct HubPostgreSQLTests {
         // 503; once the lock is gone the same device syncs. Found by attacking the hub.
         let cluster = try PostgreSQLCluster.started()
         let (name, url) = try cluster.createDatabase()
-        let storage = HubStorage(.postgresql, folder: temporaryFolder("pg-lock"), arguments: ["--database", url])
+        // The URL's own options turn the server's timeouts off: the hub's must hold anyway.
+        let storage = HubStorage(.postgresql, folder: temporaryFolder("pg-lock"),
+                                 arguments: ["--database", url + "&options=-c%20statement_timeout%3D0%20-c%20lock_timeout%3D0"])
         let token = try HubProcess.createToken(storage: storage, account: "alice")
         let hub = try HubProcess(storage: storage, extraArguments: ["--database-timeout-seconds", "1"])
         // A raw socket, not URLSession: the time measured is the hub's, not a wait in the
@@ -295,4 +297,45 @@ struct HubPostgreSQLTests {
                 "\(fresh.dictionaryRepresentation.keys.sorted())")
         #expect(first.stop() == 0 && second.stop() == 0)
     }
+
+    @Test func devicesPollingThroughTwoHubsAreNeverRetiredWhileTheyPoll() throws {
+        // Each device polls through its own hub, every answer "up to date", so what each hub
+        // learns is only when its device was last seen, written by its flush. When the
+        // other hub wrote the account first, that was dropped, and a device polling every
+        // few seconds was retired (found by attacking the hub). Time is a manual clock.
+        let url = try PostgreSQLCluster.started().createDatabase().url
+        let clock = ManualClock(milliseconds: SystemClock().nowMilliseconds())
+        let configuration = HubConfiguration(retirementIntervalMilliseconds: 10_000)
+        let stores = [try PostgreSQLHubStateStore(connectionString: url), try PostgreSQLHubStateStore(connectionString: url)]
+        let token = try HubService.createToken(for: "alice", in: stores[0], nowMilliseconds: 0)
+        let hubs = stores.map { HubService(store: $0, configuration: configuration, clock: clock) }
+        let devices = (0..<2).map { index in
+            ReplicatedKeyValueStore(replicaID: ReplicaID("d\(index)")!,
+                                    transport: HubServiceTests.ServiceTransport(service: hubs[index], token: token), account: "alice")
+        }
+        for (index, device) in devices.enumerated() { device.set(Int64(index), forKey: "k\(index)") }
+        for _ in 0..<3 { for device in devices { #expect(device.synchronize()) } }
+        var retired = 0
+        for _ in 0..<8 {
+            clock.advance(by: 3_000)
+            for device in devices { #expect(device.synchronize()) }
+            // The first hub always writes first, so the second always finds a newer copy.
+            for hub in hubs { hub.flush() }
+            for hub in hubs { retired += hub.retireSilentDevices() }
+        }
+        #expect(retired == 0, "devices polling every 3 s were retired with a 10 s interval")
+    }
+}
+
+/// A physical clock the test moves by hand.
+final class ManualClock: PhysicalClock, @unchecked Sendable {
+    // @unchecked Sendable: `now` is read and written under `lock`.
+    private let lock = NSLock()
+    private var now: UInt64
+
+    init(milliseconds: UInt64) { now = milliseconds }
+
+    func nowMilliseconds() -> UInt64 { lock.withLock { now } }
+
+    func advance(by milliseconds: UInt64) { lock.withLock { now += milliseconds } }
 }

@@ -297,6 +297,14 @@ public struct HubSyncMachine: Sendable {
         return believed
     }
 
+    /// Records that `device` of `account` was seen at `nowMilliseconds`, if it is a member
+    /// (never moving its time back): a hub process that answered the device's polls "up
+    /// to date" from its own copy re-applies them on a newer copy another process wrote.
+    package mutating func noteSeen(_ device: ReplicaID, of account: AccountID, atMilliseconds nowMilliseconds: UInt64) {
+        guard let seen = accounts[account]?.members[device]?.lastSeenMilliseconds else { return }
+        accounts[account]!.members[device]!.lastSeenMilliseconds = max(seen, nowMilliseconds)
+    }
+
     /// Retires the members silent for longer than the retirement interval.
     ///
     /// - Returns: The retired members, by account, in order.

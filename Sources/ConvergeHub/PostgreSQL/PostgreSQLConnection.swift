@@ -47,7 +47,6 @@ final class PostgreSQLConnection {
         let settings: [(String, String)] = [
             ("connect_timeout", "\(max(2, (timeoutMilliseconds + 999) / 1_000))"),
             ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "5"), ("keepalives_count", "3"),
-            ("options", "-c statement_timeout=\(timeoutMilliseconds) -c lock_timeout=\(timeoutMilliseconds)"),
             ("dbname", connectionString),
         ]
         handle = withCStrings(settings.map(\.0)) { keywords in
@@ -60,6 +59,12 @@ final class PostgreSQLConnection {
         // The server's notices ("relation already exists, skipping") are not errors: by
         // default libpq prints them on standard error, between the hub's log lines.
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // Sending never blocks (a large state could fill the socket while the server is
+        // paused); awaitResult flushes within the deadline.
+        PQsetnonblocking(handle, 1)
+        // The server cancels a statement or a lock wait past the timeout. Set after
+        // connecting, so `options` in the connection string cannot take them away.
+        try executeScript("SET statement_timeout = \(timeoutMilliseconds); SET lock_timeout = \(timeoutMilliseconds)")
     }
 
     private func close() {
@@ -69,10 +74,16 @@ final class PostgreSQLConnection {
 
     /// Reopens the connection if it broke since its last use.
     func reconnectIfBroken() throws(PostgreSQLError) {
-        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+        guard isOpen else {
             try open()
             return
         }
+    }
+
+    /// Whether the connection is open and usable (not closed after a timeout, not broken).
+    var isOpen: Bool {
+        guard let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK
     }
 
     /// Whether the connection is not inside a transaction (a broken one counts: it is
@@ -111,18 +122,23 @@ final class PostgreSQLConnection {
     /// the last. A server that stays silent past that has its connection closed.
     private func awaitResult() throws(PostgreSQLError) -> OpaquePointer? {
         let deadline = MonotonicClock.nowNanoseconds() + UInt64(timeoutMilliseconds + 1_000) * 1_000_000
+        // Send what is still queued (a large statement), reading meanwhile as libpq asks.
+        while true {
+            let flushed = PQflush(handle)
+            if flushed == 0 { break }
+            guard flushed == 1 else { throw failure() }
+            try wait(for: Int16(POLLOUT) | Int16(POLLIN), until: deadline)
+            guard PQconsumeInput(handle) == 1 else { throw failure() }
+        }
         var kept: OpaquePointer?
         while true {
             while PQisBusy(handle) == 1 {
-                let now = MonotonicClock.nowNanoseconds()
-                guard now < deadline else {
+                do {
+                    try wait(for: Int16(POLLIN), until: deadline)
+                } catch {
                     if let kept { PQclear(kept) }
-                    close()
-                    throw PostgreSQLError(message: "the server did not answer within \(timeoutMilliseconds + 1_000) ms; the connection was closed",
-                                          sqlState: nil, connectionLost: true, location: location)
+                    throw error
                 }
-                var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-                _ = poll(&descriptor, 1, Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
                 guard PQconsumeInput(handle) == 1 else {
                     if let kept { PQclear(kept) }
                     throw failure()
@@ -136,6 +152,19 @@ final class PostgreSQLConnection {
                 kept = result
             }
         }
+    }
+
+    /// Waits until the socket is ready for `events` (at most a second at a time); past
+    /// `deadline` the connection is closed and the wait fails.
+    private func wait(for events: Int16, until deadline: UInt64) throws(PostgreSQLError) {
+        let now = MonotonicClock.nowNanoseconds()
+        guard now < deadline else {
+            close()
+            throw PostgreSQLError(message: "the server did not answer within \(timeoutMilliseconds + 1_000) ms; the connection was closed",
+                                  sqlState: nil, connectionLost: true, location: location)
+        }
+        var descriptor = pollfd(fd: PQsocket(handle), events: events, revents: 0)
+        _ = poll(&descriptor, 1, Int32(min(1_000, (deadline - now) / 1_000_000 + 1)))
     }
 
     private func isFailure(_ result: OpaquePointer) -> Bool {
@@ -154,12 +183,19 @@ final class PostgreSQLConnection {
     /// - Parameter begin: The statements that open it (`BEGIN`, and what must run first in
     ///   the same round trip, such as taking a lock).
     func transaction<Result>(begin: String = "BEGIN", _ body: () throws(HubError) -> Result) throws(HubError) -> Result {
-        do { try executeScript(begin) } catch { throw error.hubError(operation: .write) }
+        do {
+            try executeScript(begin)
+        } catch {
+            if isOpen { try? executeScript("ROLLBACK") }   // the lock wait timed out, say
+            throw error.hubError(operation: .write)
+        }
         let result: Result
         do {
             result = try body()
         } catch {
-            try? executeScript("ROLLBACK")
+            // A connection closed or broken meanwhile has no transaction left to roll back
+            // (and reopening it just for that would wait for an unreachable server).
+            if isOpen { try? executeScript("ROLLBACK") }
             throw error
         }
         do { try executeScript("COMMIT") } catch { throw error.hubError(operation: .write) }

@@ -59,18 +59,24 @@ extension HubService {
         let loaded = slots.withLock { Array($0) }
         var written = 0
         for (account, slot) in loaded.sorted(by: { $0.key < $1.key }) {
-            slot.state.withLock { state in
-                guard state.dirty, state.machine != nil else { return }
+            let failed = slot.state.withLock { state -> Bool in
+                guard state.dirty, state.machine != nil else { return false }
                 do {
-                    // A copy another process wrote meanwhile is newer than this bookkeeping:
-                    // it is kept, and what only this process saw is let go.
-                    let wrote = try update(&state, of: account) { _, reloaded throws(HubError) in (!reloaded, !reloaded) }
-                    if wrote { written += 1 }
+                    // On a newer copy another process wrote, the devices seen here are
+                    // noted again before it is written.
+                    if try update(&state, of: account, { _, _ throws(HubError) in (true, true) }) { written += 1 }
                     state.dirty = false
+                    return false
                 } catch {
                     metrics.recordMaintenanceFailure()
+                    if let error = error as? HubError, case .storage = error { return true }
+                    return false
                 }
             }
+            // The storage failed (the database is down, say): the rest would wait for it
+            // too, one by one, and delay a shutdown; they are written by the next flush.
+            // (An account that cannot be read does not stop the others.)
+            if failed { break }
         }
         return written
     }
@@ -91,6 +97,7 @@ extension HubService {
         var retiredCount = 0
         for account in accounts {
             let slot = self.slot(for: account)
+            var failed = false
             let unload = slot.state.withLock { state -> Bool in
                 let wasLoaded = state.machine != nil
                 do {
@@ -100,10 +107,12 @@ extension HubService {
                     }
                 } catch {
                     metrics.recordMaintenanceFailure()
+                    if let error = error as? HubError, case .storage = error { failed = true }
                 }
                 return !wasLoaded && !state.dirty
             }
             if unload { slots.withLock { $0[account] = nil } }
+            if failed { break }   // the storage failed: the next round retries the rest
         }
         metrics.recordRetirements(retiredCount)
         return retiredCount

@@ -65,13 +65,19 @@ extension HubService {
     /// - Throws: ``HubError`` if the store fails; the machine in memory is then unchanged.
     func exchange(_ message: SyncMessage, account: AccountID) throws(HubError) -> (bytes: [UInt8], upToDate: Bool) {
         let slot = self.slot(for: account)
+        let device: ReplicaID = switch message {
+        case .push(let push): push.device
+        case .poll(let poll): poll.device
+        default: configuration.hubID
+        }
         return try slot.state.withLock { state throws(HubError) in
             var compensationCount = 0
+            let now = clock.nowMilliseconds()
             let answer = try update(&state, of: account) { machine, _ throws(HubError) in
                 var compensations: [HubCompensation] = []
                 let answer: SyncMessage
                 do throws(ConvergeError) {
-                    answer = try machine.receive(message, nowMilliseconds: clock.nowMilliseconds(), compensations: &compensations)
+                    answer = try machine.receive(message, nowMilliseconds: now, compensations: &compensations)
                 } catch {
                     guard case .malformed(let input) = error else { throw HubError(error, account: account) }
                     throw .refused(input)
@@ -88,6 +94,7 @@ extension HubService {
             }
             if answer.1 {
                 state.dirty = true
+                state.pendingSeen[device] = now
             } else {
                 metrics.recordCompensations(compensationCount)
             }
@@ -109,8 +116,9 @@ extension HubService {
     /// state if `body` says so, and adopts the machine and its stored version in `state`.
     ///
     /// `body` gets the machine in memory if the stored copy is still the one it came from,
-    /// or one restored from the stored copy (the second argument is then `true`); it
-    /// returns its result and whether to write.
+    /// or one restored from the stored copy with the devices this process saw since its
+    /// last write noted as seen (the second argument is then `true`); it returns its result
+    /// and whether to write.
     ///
     /// - Throws: What `body` throws or the store's failure; `state` is then unchanged.
     func update<Result>(_ state: inout AccountSlot.State, of account: AccountID,
@@ -120,11 +128,16 @@ extension HubService {
         var written = 0
         var bodyFinished: UInt64 = 0
         let current = state.machine
+        let pendingSeen = state.pendingSeen
         let (result, version) = try store.update(account, known: state.machine == nil ? nil : state.version) { copy throws(HubError) in
             var machine: HubSyncMachine, reloaded: Bool
             switch copy {
             case .unchanged: (machine, reloaded) = (current ?? emptyMachine(), false)
-            case .changed(let stored): (machine, reloaded) = (try restoredMachine(stored, of: account), true)
+            case .changed(let stored):
+                (machine, reloaded) = (try restoredMachine(stored, of: account), true)
+                for (device, seen) in pendingSeen.sorted(by: { $0.key < $1.key }) {
+                    machine.noteSeen(device, of: account, atMilliseconds: seen)
+                }
             }
             let (result, write) = try body(&machine, reloaded)
             adopted = machine
@@ -136,6 +149,7 @@ extension HubService {
         if written > 0 {
             metrics.recordCommit(bytes: written, seconds: Double(MonotonicClock.nowNanoseconds() - bodyFinished) / 1e9)
             state.dirty = false
+            state.pendingSeen = [:]
         }
         state.machine = adopted
         state.version = version

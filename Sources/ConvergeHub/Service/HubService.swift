@@ -95,5 +95,9 @@ final class AccountSlot: Sendable {
         var version: HubStoredVersion?
         /// Changed since the last write (only by polls answered "up to date").
         var dirty = false
+        /// When each device whose polls were answered "up to date" since the last write was
+        /// last seen: re-applied to a newer copy another process wrote, so that copy does
+        /// not take a polling device for a silent one.
+        var pendingSeen: [ReplicaID: UInt64] = [:]
     }
 }
