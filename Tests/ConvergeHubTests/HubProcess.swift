@@ -133,6 +133,12 @@ struct RawHubTransport: SyncTransport {
         try post(request)
     }
 
+    /// Lets `synchronize()` exchange without a task (a test that must not wait for the
+    /// cooperative pool).
+    func exchangeImmediately(_ request: [UInt8]) throws -> [UInt8]? {
+        try post(request)
+    }
+
     func post(_ request: [UInt8]) throws -> [UInt8] {
         let client = try RawHTTPClient(port: port)
         let response = try client.request("POST", "/sync", headers: [("Authorization", "Bearer \(token)"),
