@@ -250,6 +250,9 @@ struct HubPostgreSQLTests {
         let started = Date()
         #expect(!phone.synchronize(), "the exchange went through while another session held the account's lock")
         #expect(Date().timeIntervalSince(started) < 5, "the exchange waited \(Date().timeIntervalSince(started)) s: \(hub.log)")
+        // The hub logs a request once it has answered it: give the line a moment.
+        let logDeadline = Date().addingTimeInterval(10)
+        while !hub.log.contains("status=503") && Date() < logDeadline { usleep(20_000) }
         #expect(hub.log.contains("status=503"), "\(hub.log)")
         // End the holder's session on the server (its psql then exits by itself).
         let ended = try cluster.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(3600)%' AND pid <> pg_backend_pid()",
