@@ -54,6 +54,12 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
         return incarnation == 1 ? self : ReplicaID(uncheckedRawValue: rawValue + "~" + String(incarnation))
     }
 
+    /// The incarnation this writer ID writes for (1 for a base ID, *n* for `ID~n`).
+    package var incarnationNumber: UInt64 {
+        guard let tilde = rawValue.utf8.lastIndex(of: UInt8(ascii: "~")) else { return 1 }
+        return UInt64(rawValue[rawValue.utf8.index(after: tilde)...]) ?? 1
+    }
+
     /// Whether this is a replica ID a user chose (no `~n` incarnation suffix).
     public var isBase: Bool { !rawValue.utf8.contains(UInt8(ascii: "~")) }
 

@@ -77,6 +77,8 @@ extension Simulation {
         guard let durable = hubDurableState else { return }
         hubDurableState = nil
         var restarted = Self.makeHub(options: options, hooks: hooks, policy: input.customPolicy)
+        // A restarted hub writes under incarnations no earlier one used.
+        restarted.writerIncarnation = UInt64(metrics.hubCrashes) * 1_000_000 + 1
         for (account, bytes) in durable where !hooks.hubRestartsEmpty {
             do { try restarted.restoreState(bytes, of: account) } catch {
                 violations.append(Violation(.storage, "the hub could not restart from its durable state of \(account): \(error)"))

@@ -190,7 +190,8 @@ public struct SyncRun {
     ///   caller set the hub's ``HubSyncMachine/maximumReplyBytes`` too, what travels in
     ///   pages); `nil` for the default.
     public init(_ history: SyncHistory, hub: HubSyncMachine, topology: Topology = .hub, guessesHubContext: Bool = false,
-                leaksAcrossAccounts: Bool = false, readsPastGaps: Bool = false, maximumMessageBytes: Int? = nil) {
+                leaksAcrossAccounts: Bool = false, readsPastGaps: Bool = false, maximumMessageBytes: Int? = nil, debug: Bool = false) {
+        debugLog = debug
         healRounds = maximumMessageBytes == nil ? 4 : 40
         self.leaksAcrossAccounts = leaksAcrossAccounts
         self.readsPastGaps = readsPastGaps
@@ -261,7 +262,15 @@ public struct SyncRun {
         }
     }
 
+    public var debugLog = false
     private mutating func deliver(_ message: Message) {
+        if debugLog {
+            switch message {
+            case .request(let d, let bytes): print("-> hub from d\(d): \((try? SyncMessage(encoded: bytes)).map { "\($0)" } ?? "?")")
+            case .answer(let d, let bytes): print("<- d\(d): \((try? SyncMessage(encoded: bytes)).map { "\($0)" } ?? "?")")
+            default: break
+            }
+        }
         switch message {
         case .request(let d, let bytes):
             guard let request = try? SyncMessage(encoded: bytes) else {
@@ -336,7 +345,10 @@ public struct SyncRun {
             backups.append(hub)
         case .restoreHub(let b):
             guard !backups.isEmpty else { break }
-            hub = backups[backups.count - 1 - b % backups.count]
+            // A hub restarted from an older copy of its storage.
+            do { hub = try backups[backups.count - 1 - b % backups.count].reloadedFromStorage(incarnationsFrom: UInt64(restores + 1) * 1_000) } catch {
+                violations.append("step \(step): the hub's backup could not be restored: \(error)")
+            }
             restores += 1
         }
         checkInvariants()
@@ -418,6 +430,13 @@ public struct SyncRun {
         for _ in 0..<healRounds {
             for d in devices.indices { exchange(d) }
         }
+        // Until nothing changes: a round in which every device was told it is up to date
+        // (a frontier that moved in the last round reaches the devices that polled before).
+        for _ in 0..<healRounds * 4 {
+            let before = upToDateAnswers
+            for d in devices.indices { exchange(d) }
+            if upToDateAnswers - before == devices.count { break }
+        }
         checkInvariants()
     }
 
@@ -482,6 +501,29 @@ public struct SyncRun {
             }
             if !superseded {
                 return "write \(write.dot) of \(write.key) in \(write.account) is neither visible, superseded nor reported as compensated"
+            }
+        }
+        return nil
+    }
+
+    /// A write visible once healed although a recorded write saw it and replaced it (a
+    /// removed or overwritten value brought back), judged by the contexts recorded when the
+    /// writes were made, not by what any replica reports; `nil` if there is none. The hub's
+    /// state and every device's state on its account are checked.
+    public func resurrectedWrite() -> String? {
+        var holders: [(name: String, account: AccountID, state: ReplicatedMap)] = []
+        if topology == .hub {
+            for account in Self.accounts { holders.append(("the hub", account, hub.state(of: account))) }
+        }
+        for device in devices { holders.append((device.id.rawValue, device.store.account, device.store.replicatedState)) }
+        for holder in holders {
+            for key in holder.state.entries.keys.sortedByUTF8() {
+                for sibling in holder.state.siblings(forKey: key) where !sibling.isTombstone {
+                    if let later = writes.first(where: { $0.account == holder.account && $0.key == key && $0.dot != sibling.dot
+                                                          && $0.context.contains(sibling.dot) }) {
+                        return "\(holder.name) on \(holder.account) holds \(sibling.dot) of \(key), which \(later.dot) (\(later.value == nil ? "a removal" : "a write")) replaced"
+                    }
+                }
             }
         }
         return nil

@@ -27,7 +27,12 @@ struct SyncMessageTests {
             .reply(SyncReply(account: "acct", kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
                              moreToCome: !page.complete, partialKeys: page.partialKeys)),
             .reply(SyncReply(account: "acct", kind: .fullState, delta: span.delta, stableFrontier: VersionVector(), rejectedKeys: [],
-                             keys: span.keys)),
+                             keys: span.keys, repairedKeys: generator.chance(0.5) ? span.keys : nil)),
+            // A repair: the device's whole state for a span of keys, and the reply that
+            // acknowledges it.
+            .push(SyncPush(account: "acct", device: "phone", delta: span.delta, basis: state.context, fullStateKeys: span.keys)),
+            .reply(SyncReply(account: "acct", kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
+                             moreToCome: !page.complete, partialKeys: page.partialKeys, repairedKeys: span.keys)),
             .gossip(SyncGossip(account: "acct", sender: "tablet", delta: state.asDelta, wantsReply: generator.chance(0.5))),
             .poll(SyncPoll(account: "acct", device: "phone", digest: state.context.digest)),
             .upToDate("acct"),

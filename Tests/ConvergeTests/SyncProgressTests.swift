@@ -77,7 +77,7 @@ struct SyncProgressTests {
         let records: [[UInt8]] = [
             [1] + text("tablet") + text(AccountID.default.rawValue) + claim + [0, 0],   // another device's
             [1] + text("phone") + text("work") + claim + [0, 0],                        // another account's
-            [2] + text("phone") + text(AccountID.default.rawValue) + claim + [0, 0],    // a later format
+            [3] + text("phone") + text(AccountID.default.rawValue) + claim + [0, 0, 0], // a later format
             [1] + text("phone") + text(AccountID.default.rawValue) + claim + [0],       // truncated
             [1] + text("phone") + text(AccountID.default.rawValue) + claim + [0, 7],    // a flag out of range
             [], [1, 200],

@@ -8,12 +8,14 @@
 /// after the join, and after a restart the hub may be waiting for another one; without
 /// it, the hub sends the full state again, as it does when a request is lost.
 extension DeviceSyncMachine {
-    /// The version of ``encodedProgress()``'s format.
-    static let progressFormat: UInt8 = 1
+    /// The version of ``encodedProgress()``'s format (2: with the repair of a hub found
+    /// holding less than it reported; format 1 is still read).
+    static let progressFormat: UInt8 = 2
 
     /// What the machine learnt from the hub, as a durable record: the format, the device
-    /// and account it belongs to, the hub's context, its stable frontier, and whether
-    /// more pages of a delta are to come.
+    /// and account it belongs to, the hub's context, its stable frontier, whether more
+    /// pages of a delta are to come, and how far a repair of the hub got (0: none; 1: from
+    /// the first key; 2: after the key that follows).
     package func encodedProgress() -> [UInt8] {
         var writer = BinaryWriter()
         writer.writeByte(Self.progressFormat)
@@ -22,6 +24,8 @@ extension DeviceSyncMachine {
         hubContext.encode(into: &writer)
         stableFrontier.encode(into: &writer)
         writer.writeByte(expectsMorePages ? 1 : 0)
+        writer.writeByte(!repairsHub ? 0 : repairedThrough == nil ? 1 : 2)
+        if repairsHub, let repairedThrough { writer.writeString(repairedThrough) }
         return writer.bytes
     }
 
@@ -32,18 +36,23 @@ extension DeviceSyncMachine {
     package init?(device: ReplicaID, account: AccountID, progress record: [UInt8]) {
         var reader = BinaryReader(record)
         do throws(ConvergeError) {
-            guard try reader.readByte() == Self.progressFormat,
+            let format = try reader.readByte()
+            guard (1...Self.progressFormat).contains(format),
                   try reader.readString(limit: ReplicaID.maximumLengthBytes) == device.rawValue,
                   try reader.readString(limit: 4_096) == account.rawValue else { return nil }
             let hubContext = try VersionVector(from: &reader)
             let stableFrontier = try VersionVector(from: &reader)
             let expectsMorePages = try reader.readByte()
+            let repair = format >= 2 ? try reader.readByte() : 0
+            let repairedThrough = repair == 2 ? try reader.readString() : nil
             try reader.expectEnd()
-            guard expectsMorePages <= 1 else { return nil }
+            guard expectsMorePages <= 1, repair <= 2 else { return nil }
             self.init(device: device, account: account)
             self.hubContext = hubContext
             self.stableFrontier = stableFrontier
             self.expectsMorePages = expectsMorePages == 1
+            self.repairsHub = repair != 0
+            self.repairedThrough = repairedThrough
         } catch {
             return nil
         }

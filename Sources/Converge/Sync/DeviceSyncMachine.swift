@@ -37,6 +37,16 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// device may not hold, if it lost a reply).
     public internal(set) var expectsMorePages = false
 
+    /// Whether the device owes the hub its whole state: the hub was found holding less
+    /// than it reported (restored from an older copy), and may hold values whose removal
+    /// the device saw and whose tombstone it has since collected. Once the device has
+    /// pushed what the hub lacks, it pushes its whole state, key span by key span
+    /// (``SyncPush/fullStateKeys``), each acknowledged by the hub's reply
+    /// (``SyncReply/repairedKeys``).
+    public internal(set) var repairsHub = false
+    /// The last key of the repair the hub has acknowledged joining (`nil`: none yet).
+    public internal(set) var repairedThrough: String?
+
     /// The largest push a device sends by default: the largest message, less room for the
     /// message's own fields.
     public static let defaultMaximumPushBytes = SyncMessage.maximumEncodedBytes - 4_096
@@ -72,11 +82,30 @@ public struct DeviceSyncMachine: Hashable, Sendable {
             }
             return .push(push(from: state, maximumBytes: maximumPushBytes))
         }
+        // A repair goes once the hub has seen everything the device has: its pages are under
+        // the context the hub reported, and drop nothing the hub has not seen. Until then a
+        // write the device saw replaced may still reach the hub (from its author, or from a
+        // device that never saw it replaced), and the repair must come after it.
+        if repairsHub && !expectsMorePages && state.context.isDominated(by: hubContext) {
+            let page = state.fullStatePage(after: repairedThrough, within: hubContext, maximumBytes: maximumPushBytes)
+            return .push(SyncPush(account: account, device: device, delta: page.delta, basis: hubContext, fullStateKeys: page.keys))
+        }
         if !hubContext.isEmpty && state.context == hubContext && !expectsMorePages {
             return .poll(SyncPoll(account: account, device: device,
                                   digest: SyncPoll.digest(context: hubContext, stableFrontier: stableFrontier)))
         }
-        return .push(push(from: state))
+        // Not `maximumPushBytes`: with device pushes cut to the simulator's small messages,
+        // its lost-write checker flags a run (SimulationCheckerTests.changesSentInPagesConverge),
+        // not investigated yet; pushes are cut at the largest message only.
+        let push = push(from: state)
+        // A device that starts from nothing the hub reported sends its whole state; in one
+        // message the hub joins it as one (dropping what the device has seen and no longer
+        // has), in pages it must be followed by a repair (see ``repairsHub``).
+        if hubContext.isEmpty && push.moreToCome && !repairsHub {
+            repairsHub = true
+            repairedThrough = nil
+        }
+        return .push(push)
     }
 
     /// Takes a message from the hub and returns what the device must do, in order.
@@ -92,21 +121,35 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         switch message {
         case .reply(let reply):
             guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
-            if !hubContext.isDominated(by: reply.delta.context) {
+            // A whole reply (not a page) announces the hub's stable frontier, which only grows.
+            let whole = reply.kind == .delta ? !reply.moreToCome : reply.keys == .all
+            if !hubContext.isDominated(by: reply.delta.context) || (whole && !stableFrontier.isDominated(by: reply.stableFrontier)) {
                 // The hub holds less than it reported before: it was restored from an older
-                // copy, or it is another hub. Start again from what it holds, and push at once
-                // what it lacks. (A reply that was merely late only costs a larger push.)
+                // copy, or it is another hub. Start again from what it holds, push at once
+                // what it lacks, then repair it. (A reply that was merely late only costs a
+                // larger push and a repair.)
                 hubContext = reply.delta.context
                 stableFrontier = reply.stableFrontier
                 expectsMorePages = true
+                repairsHub = true
+                repairedThrough = nil
             } else {
                 hubContext.formUnion(reply.delta.context)
                 stableFrontier.formUnion(reply.stableFrontier)
                 expectsMorePages = reply.moreToCome
             }
+            if repairsHub, let span = reply.repairedKeys, span.after == repairedThrough {
+                repairedThrough = span.through
+                repairsHub = span.through != nil
+            }
             if reply.kind == .fullState {
                 owesFullStateAcknowledgement = true
                 joinedPageThrough = reply.keys.through
+                // A hub sends a full state to a device it lost track of (retired, or learnt
+                // from a hub that is lost): the hub may hold what the device saw removed.
+                // Once acknowledged, the device's claims are believed: it repairs the hub.
+                repairsHub = true
+                repairedThrough = nil
             }
             return Self.actions(for: reply)
         case .upToDate(let answered):
@@ -139,5 +182,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         owesFullStateAcknowledgement = false
         joinedPageThrough = nil
         expectsMorePages = false
+        repairsHub = false
+        repairedThrough = nil
     }
 }

@@ -145,7 +145,29 @@ extension HubSyncMachine {
         if let violation = restored._invariantViolation(of: account) {
             throw .malformed(.inconsistent, "the state of account \(account) contradicts itself: \(violation)")
         }
+        // The writer of this machine's compensating writes goes on only over a copy that
+        // holds all it wrote (another hub's newer copy), never over an older one.
+        if let old = accounts[account], let writer = old.writer, state.map.context[writer] >= old.map.context[writer] {
+            state.writer = writer
+        }
         accounts[account] = state
+    }
+
+    /// This machine as a new process would load it from storage: every account encoded and
+    /// restored, which keeps nothing that is not stored (the writer of compensating writes
+    /// in particular), its new writers' incarnations starting at `incarnations`.
+    ///
+    /// - Throws: What ``restoreState(_:of:limits:)`` throws (it cannot: the states are this
+    ///   machine's own).
+    package func reloadedFromStorage(incarnationsFrom incarnations: UInt64) throws(ConvergeError) -> HubSyncMachine {
+        var reloaded = self
+        reloaded.accounts = [:]
+        reloaded.writerIncarnation = incarnations
+        for account in accountIDs {
+            guard let bytes = encodedState(of: account) else { continue }
+            try reloaded.restoreState(bytes, of: account)
+        }
+        return reloaded
     }
 
     /// Reads a key that may be absent (a flag byte, then the key if it is 1).

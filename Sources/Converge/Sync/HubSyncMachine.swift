@@ -27,6 +27,11 @@ public struct HubSyncMachine: Sendable {
     /// ``SyncMessage/maximumEncodedBytes``; a transport may ask for less.
     public var maximumReplyBytes = SyncMessage.maximumEncodedBytes
     var accounts: [AccountID: AccountState] = [:]
+    /// The incarnation of ``hubID`` this machine writes compensating writes under, at
+    /// least (see ``writer(of:current:session:in:claimed:)``): 1 (``hubID`` itself) for a
+    /// machine that starts from nothing; a machine that loads stored states takes a number
+    /// no earlier machine took (a server draws it at random).
+    package var writerIncarnation: UInt64 = 1
 
     // Deliberately broken behaviours, switched on only by the tests and simulator runs that
     // show the checkers catch them. Behind `@_spi(Testing)`: an app never sees them.
@@ -39,6 +44,13 @@ public struct HubSyncMachine: Sendable {
     @_spi(Testing) public var _revertsKeysEndingIn3 = false
     /// Sends a page of a delta under the hub's whole context, claiming writes it leaves out.
     @_spi(Testing) public var _pagesClaimWholeContext = false
+    /// Writes compensations under its current writer ID even when a push shows that it
+    /// issued those counters before it was restored from an older copy.
+    @_spi(Testing) public var _reusesOwnCounters = false
+    /// Ignores what shows it lost state: takes no device's whole state (a repair, or a first
+    /// push) as one, and sends no full state to a device that knows more than it was sent
+    /// or that it does not know; values whose removal it lost then come back.
+    @_spi(Testing) public var _skipsRepair = false
     /// Broken on purpose, for tests: takes a push whose basis it does not hold (a hub
     /// restored from an older copy then loses writes for good).
     @_spi(Testing) public var _ignoresLostBasis = false
@@ -59,6 +71,10 @@ public struct HubSyncMachine: Sendable {
         /// The inputs and result of the last collection: nothing to redo while the members'
         /// acknowledgements and the hub's context are unchanged.
         var lastCollection: (members: [ReplicaID: VersionVector], context: VersionVector, frontier: VersionVector)?
+        /// The writer ID of this machine's compensating writes; `nil` until its first one
+        /// since the state was loaded from storage (see ``HubSyncMachine/writer(of:current:session:in:claimed:)``).
+        /// Not stored: a copy of the state loaded again may be older than writes made from it.
+        var writer: ReplicaID?
     }
 
     /// A returning device's way through the hub's full state.
@@ -131,7 +147,10 @@ public struct HubSyncMachine: Sendable {
     /// The push's context is believed for the device's own writes, and for other replicas'
     /// only up to what the hub has sent that device (in the hub topology a device learns
     /// others' writes only from the hub), raised to cover the writes the push carries: a
-    /// device cannot claim to have seen writes it never received, and so suppress them.
+    /// device cannot claim to have seen writes it never received, and so suppress them. A
+    /// device that claims writes the hub holds and never sent it learnt them from a hub
+    /// that is lost (this one before it was restored from an older copy): it gets a full
+    /// state, after which its claims are believed.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` for a push the hub refuses (see
     ///   ``check(_:nowMilliseconds:)``); the hub is then unchanged.
@@ -142,8 +161,22 @@ public struct HubSyncMachine: Sendable {
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
+        // A device that knows of others' writes the hub holds and never sent it learnt them
+        // from a hub that is lost (this one before it was restored from an older copy, or
+        // another hub under the account). It may hold values whose removal it never saw, and
+        // only a full state, which drops what the hub has seen and no longer has, tells it.
+        // Once it has it, its claims are believed, and it repairs the hub
+        // (``DeviceSyncMachine/repairsHub``).
+        if !_skipsRepair && state.awaitingFullState[push.device] == nil && state.retired[push.device] == nil
+            && Self.knowsMoreThanSent(push.delta.context, device: push.device, sent: sent, holding: state.map.context) {
+            state.awaitingFullState[push.device] = Returning()
+        }
+        let writer = _reusesOwnCounters ? state.writer ?? Self.latestWriter(of: hubID.base, in: state.map.context)
+            : Self.writer(of: hubID.base, current: state.writer, session: writerIncarnation, in: state.map.context, claimed: push.delta)
+        // What the device claims to have seen: a full state is computed within it (see below).
+        let claimed = push.delta.context
         var push = push
-        push.delta.context = Self.believable(push.delta, from: push.device, sent: sent)
+        push.delta.context = Self.believable(push.delta, from: push.device, hub: hubID, sent: sent)
         if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = Returning() }
         // A returning device keeps getting the full state until it acknowledges one it was
         // sent after its return. Its context cannot show that: it may cover the hub's
@@ -160,8 +193,29 @@ public struct HubSyncMachine: Sendable {
             }
             state.awaitingFullState[push.device] = returning
         }
-        let made = applyEnforcingQuota(push.delta, partialKeys: Set(push.partialKeys), account: push.account, to: &state,
-                                       nowMilliseconds: nowMilliseconds)
+        var made: [HubCompensation] = []
+        // Whether the push dropped siblings the hub held and brought nothing new to their
+        // keys: devices that hold those siblings would never learn it from a delta.
+        var droppedOnly = false
+        if let span = push.fullStateKeys {
+            droppedOnly = !_skipsRepair && repair(&state, with: push.delta, keys: span)
+        } else {
+            made = applyEnforcingQuota(push.delta, partialKeys: Set(push.partialKeys), account: push.account, writer: writer,
+                                       to: &state, nowMilliseconds: nowMilliseconds, droppedOnly: &droppedOnly)
+            if !made.isEmpty && state.map.context[writer] > 0 { state.writer = writer }
+            // A whole push from a device that starts from nothing the hub reported is the
+            // device's whole state: joined as one, it drops what the device has seen and no
+            // longer has (a value whose removal's tombstone it collected, when the hub is an
+            // older copy than the one it synced with).
+            if push.basis.isEmpty && !push.moreToCome && !_skipsRepair && repair(&state, with: push.delta, keys: .all) {
+                droppedOnly = true
+            }
+        }
+        if droppedOnly && !_skipsRepair {
+            // Only a device that learnt from a hub that is lost knows more than the hub of
+            // what is gone: the other devices get a full state (again, if one was on its way).
+            for member in state.members.keys where member != push.device { state.awaitingFullState[member] = Returning() }
+        }
         compensations += made
         let rejected = made.map(\.key)
         // A returning device starts from what the hub sent it before it was retired. One
@@ -169,14 +223,21 @@ public struct HubSyncMachine: Sendable {
         // writes concurrent with a tombstone its context covers.
         var member = state.members[push.device] ?? Member(acknowledged: VersionVector(), lastSeenMilliseconds: nowMilliseconds,
                                                           lastReplyContext: sent)
-        if !push.moreToCome { member.acknowledged = push.delta.context }
+        if !push.moreToCome && push.fullStateKeys == nil { member.acknowledged = push.delta.context }
         state.members[push.device] = member
         state.members[push.device]!.lastSeenMilliseconds = nowMilliseconds
         let frontier = collect(&state)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account)
         var reply: SyncReply
-        if var progress = returning {
-            let (delta, keys) = Self.fullState(of: state.map, after: progress.joinedThrough, within: push.delta.context, maximumBytes: budget)
+        // A full state goes in answer to a whole push: its pages are computed within the
+        // context the push shows the device holds, and a page of the device's changes shows
+        // less (the device could keep siblings beyond it that the hub dropped).
+        if var progress = returning, !push.moreToCome {
+            // Within what the device claims, even beyond what the hub believes: a page then
+            // drops every sibling the device claims to have seen that the hub has seen and no
+            // longer holds (a device that learnt from a lost hub may hold such siblings), and
+            // tells the device nothing it could not have fetched.
+            let (delta, keys) = Self.fullState(of: state.map, after: progress.joinedThrough, within: claimed, maximumBytes: budget)
             progress.sent = state.map.context
             progress.lastSentThrough = keys.through
             state.awaitingFullState[push.device] = progress
@@ -187,6 +248,7 @@ public struct HubSyncMachine: Sendable {
             reply = SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: frontier, rejectedKeys: rejected,
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
         }
+        reply.repairedKeys = push.fullStateKeys
         // A page (a reply under less than the hub's context) announces no frontier: the device
         // decides what to collect from its own siblings, and a page may leave out a live
         // sibling concurrent with a tombstone the frontier covers.
@@ -213,7 +275,7 @@ public struct HubSyncMachine: Sendable {
         let state = accounts[push.account] ?? AccountState()
         guard !push.basis.isDominated(by: state.map.context) else { return nil }
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
-        let believed = Self.believable(push.delta, from: push.device, sent: sent)
+        let believed = Self.believable(push.delta, from: push.device, hub: hubID, sent: sent)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account)
         let page = state.map.delta(for: believed, maximumBytes: budget)
         return SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
@@ -238,9 +300,15 @@ public struct HubSyncMachine: Sendable {
             // the context the device holds, which a poll does not say (a retired device's is
             // unknown), so a page computed now could leave stale siblings behind. Ask for a
             // push instead (a page of nothing, more to come), changing nothing.
-            if let state = accounts[poll.account], state.retired[poll.device] != nil || state.awaitingFullState[poll.device] != nil {
+            // A device the hub does not know, that polls, learnt what it holds from a hub that
+            // is lost (see receive(_:nowMilliseconds:compensations:)): it may hold values
+            // whose removal it never saw. Ask for a push too, which shows what it knows.
+            if let state = accounts[poll.account] {
+                let unknown = !_skipsRepair && !state.map.context.isEmpty && state.members[poll.device] == nil && state.retired[poll.device] == nil
                 let budget = Self.deltaBudget(maximumReplyBytes, frontier: state.map.context, rejectedKeys: [], account: poll.account)
-                if ReplicatedMap.deltaBytesBound(entries: state.map.entries, context: state.map.context) > budget {
+                let pagedFullState = (state.retired[poll.device] != nil || state.awaitingFullState[poll.device] != nil)
+                    && ReplicatedMap.deltaBytesBound(entries: state.map.entries, context: state.map.context) > budget
+                if unknown || pagedFullState {
                     return .reply(SyncReply(account: poll.account, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()),
                                             stableFrontier: VersionVector(), rejectedKeys: [], moreToCome: true))
                 }
@@ -252,7 +320,9 @@ public struct HubSyncMachine: Sendable {
             var acknowledged = member?.acknowledged ?? VersionVector()
             let holdsLastReply = previous.map { SyncPoll.digest(context: $0.context, stableFrontier: $0.frontier) == poll.digest } ?? false
             if let previous, holdsLastReply { acknowledged = previous.context }
-            let push = SyncPush(account: poll.account, device: poll.device, delta: ReplicatedMap.Delta(entries: [:], context: acknowledged))
+            // Its basis is what it acknowledges: it is no device's whole state.
+            let push = SyncPush(account: poll.account, device: poll.device, delta: ReplicatedMap.Delta(entries: [:], context: acknowledged),
+                                basis: acknowledged)
             let reply = try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
             if let previous, reply.kind == .delta, reply.delta.entries.isEmpty, reply.rejectedKeys.isEmpty,
                holdsLastReply, reply.delta.context == previous.context,
@@ -283,13 +353,85 @@ public struct HubSyncMachine: Sendable {
         return map.fullStatePage(after: after, within: within, maximumBytes: maximumBytes)
     }
 
-    /// What the hub believes of a push's context: all of it for the device's own writes;
-    /// for other replicas, no more than `sent` (what the hub sent the device), raised to
-    /// cover the writes the push carries.
-    static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, sent: VersionVector) -> VersionVector {
+    /// Joins a device's whole state for the keys of `span` (a repairing push,
+    /// ``SyncPush/fullStateKeys``): drops, in those keys, every sibling the page's context
+    /// (as believed) covers and the page lacks. Only what the hub's own context covers is
+    /// taken, so a repair adds nothing and needs no quota check.
+    ///
+    /// - Returns: Whether anything was dropped.
+    private func repair(_ state: inout AccountState, with page: ReplicatedMap.Delta, keys span: KeySpan) -> Bool {
+        let context = page.context.intersection(state.map.context)
+        var entries: [String: [Sibling]] = [:]
+        for (key, siblings) in page.entries {
+            let covered = siblings.filter { context.contains($0.dot) }
+            if !covered.isEmpty { entries[key] = covered }
+        }
+        // The page's entries are covered by its context, and its context by the hub's.
+        guard let whole = try? ReplicatedMap(entries: entries, context: context) else { return false }
+        return !state.map.join(whole, keys: span).isEmpty
+    }
+
+    /// Whether a push's `context` holds writes of other replicas (not incarnations of the
+    /// device itself) that the hub holds (`holding`, its context) and has not sent the
+    /// device (`sent`).
+    static func knowsMoreThanSent(_ context: VersionVector, device: ReplicaID, sent: VersionVector, holding: VersionVector) -> Bool {
+        context.counters.contains { replica, counter in replica.base != device.base && min(counter, holding[replica]) > sent[replica] }
+    }
+
+    /// The latest incarnation of `base` that `context` holds (`base` itself if none).
+    static func latestWriter(of base: ReplicaID, in context: VersionVector) -> ReplicaID {
+        var latest: UInt64 = 1
+        for replica in context.counters.keys where replica.base == base { latest = max(latest, replica.incarnationNumber) }
+        return base.incarnation(latest)
+    }
+
+    /// The writer ID of the hub's next compensating write in an account: the one it wrote
+    /// with since the state was loaded (`current`), or else, or if a push that claims
+    /// `claimed` (its context and siblings) shows the hub wrote under `current` beyond what
+    /// its context holds, a new incarnation of `base` (`hub~n`): the machine's `session`
+    /// incarnation, raised past every incarnation the context or the push names.
+    ///
+    /// A dot must never name two writes. A state loaded from storage may be an older copy
+    /// (a backup put back, a database rolled back) than one the hub wrote from before, and
+    /// issuing the counters that followed again would give two different writes one dot:
+    /// devices that hold the first would never take the second (a compensation that never
+    /// arrives, a quota broken for good). So every machine writes under incarnations of its
+    /// own (``writerIncarnation``, which a server draws at random for each machine it
+    /// loads), as a restored device does (see ``ReplicaID/incarnation(_:)``). A device that
+    /// claims the hub's counters falsely only costs the account one more entry in its context.
+    static func writer(of base: ReplicaID, current: ReplicaID?, session: UInt64, in context: VersionVector,
+                       claimed delta: ReplicatedMap.Delta) -> ReplicaID {
+        var highest: UInt64 = 0
+        var reused = current == nil
+        func note(_ replica: ReplicaID, _ counter: UInt64) {
+            guard replica.base == base else { return }
+            highest = max(highest, replica.incarnationNumber)
+            if replica == current && counter > context[replica] { reused = true }
+        }
+        for (replica, counter) in context.counters { note(replica, counter) }
+        for (replica, counter) in delta.context.counters { note(replica, counter) }
+        for siblings in delta.entries.values {
+            for sibling in siblings { note(sibling.dot.replica, sibling.dot.counter) }
+        }
+        if let current, !reused { return current }
+        // The session's own incarnation, unless this account already holds it or later ones.
+        return base.incarnation(max(session, highest.addingSaturating(1), 1))
+    }
+
+    /// What the hub believes of a push's context: all of it for the device's own writes
+    /// and the hub's (of any incarnation); for other replicas, no more than `sent` (what
+    /// the hub sent the device), raised to cover the writes the push carries.
+    ///
+    /// In the hub topology a device learns others' writes only from the hub, so a device
+    /// cannot claim to have seen writes it was never sent, and so suppress them (drop them
+    /// from the hub, or keep them from ever reaching it). The hub's own writes a device
+    /// claims beyond the hub's context are writes a hub restored from an older copy made
+    /// and lost: a device that saw them and does not carry them saw them superseded.
+    static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, hub: ReplicaID, sent: VersionVector) -> VersionVector {
         var believed = VersionVector()
         for (replica, counter) in delta.context.counters {
-            believed.raise(replica, to: replica == device ? counter : min(counter, sent[replica]))
+            let own = replica.base == device.base || replica.base == hub.base
+            believed.raise(replica, to: own ? counter : min(counter, sent[replica]))
         }
         for siblings in delta.entries.values {
             for sibling in siblings { believed.raise(sibling.dot.replica, to: sibling.dot.counter) }
@@ -359,8 +501,8 @@ public struct HubSyncMachine: Sendable {
     // MARK: Internals
 
     /// Applies a push key by key; returns the compensating writes it made.
-    private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, partialKeys: Set<String>, account: AccountID,
-                                     to state: inout AccountState, nowMilliseconds: UInt64) -> [HubCompensation] {
+    private func applyEnforcingQuota(_ delta: ReplicatedMap.Delta, partialKeys: Set<String>, account: AccountID, writer: ReplicaID,
+                                     to state: inout AccountState, nowMilliseconds: UInt64, droppedOnly: inout Bool) -> [HubCompensation] {
         var rejected: [HubCompensation] = []
         for key in delta.entries.keys.sortedByUTF8() {
             let incoming = delta.entries[key]!
@@ -371,6 +513,7 @@ public struct HubSyncMachine: Sendable {
             let senderContext = partialKeys.contains(key) ? VersionVector() : delta.context
             guard state.map.applyEntry(forKey: key, siblings: incoming, senderContext: senderContext) else { continue }
             let current = state.map.siblings(forKey: key)
+            if current.allSatisfy({ previous.contains($0) }) { droppedOnly = true }
             let arrived = current.filter { sibling in !sibling.isTombstone && !previous.contains(sibling) }
             guard !arrived.isEmpty, breaksQuota(key: key, arrived: arrived, before: usageBefore, after: state.map.usage) else { continue }
             // Supersede the offending write(s) and restore the key's previous siblings as
@@ -391,14 +534,14 @@ public struct HubSyncMachine: Sendable {
             if previous.isEmpty {
                 let stamp = state.clock.tick(nowMilliseconds: nowMilliseconds)
                 // Not `write`, which checks invariants: the delta's context is not joined yet.
-                if let tombstone = state.map.plannedWrite(nil, forKey: key, replica: hubID, timestamp: stamp) {
+                if let tombstone = state.map.plannedWrite(nil, forKey: key, replica: writer, timestamp: stamp) {
                     state.map.commitWrite(tombstone, forKey: key)
                     restoredSiblings = [tombstone]
                 } else {
                     restoredSiblings = []
                 }
             } else {
-                restoredSiblings = state.map.reissue(previous, forKey: key, replica: hubID)
+                restoredSiblings = state.map.reissue(previous, forKey: key, replica: writer)
             }
             state.compensations += 1
             rejected.append(HubCompensation(account: account, key: key, superseded: current.map(\.dot), offending: offending,

@@ -35,11 +35,21 @@ public struct SyncPush: Hashable, Sendable {
     /// without applying it, under its own context, and the device pushes again from there
     /// (see ``DeviceSyncMachine/receive(_:)``). Empty for a device that has heard nothing.
     public var basis: VersionVector
+    /// The keys for which `delta` is the device's whole state, when the push *repairs* a
+    /// hub found holding less than it reported (restored from an older copy): the hub then
+    /// drops, in these keys, every sibling the delta's context covers and the delta lacks,
+    /// as a join of full states would. A removal whose tombstone was collected can travel
+    /// no other way. The delta is a page of ``ReplicatedMap/fullStatePage(after:within:maximumBytes:)``
+    /// under the context the device believes the hub holds, so it adds nothing. `nil` for
+    /// a push of changes.
+    public var fullStateKeys: KeySpan?
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
     public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false,
-                acknowledgedThrough: String? = nil, moreToCome: Bool = false, partialKeys: [String] = [], basis: VersionVector = VersionVector()) {
+                acknowledgedThrough: String? = nil, moreToCome: Bool = false, partialKeys: [String] = [], basis: VersionVector = VersionVector(),
+                fullStateKeys: KeySpan? = nil) {
         self.basis = basis
+        self.fullStateKeys = moreToCome ? nil : fullStateKeys
         self.account = account
         self.device = device
         self.delta = delta
@@ -87,10 +97,14 @@ public struct SyncReply: Hashable, Sendable {
     /// order: the device joins them without dropping anything (see
     /// ``ReplicatedMap/apply(_:partialKeys:)``). Empty unless ``moreToCome``.
     public var partialKeys: [String]
+    /// The keys of the device's repairing push (``SyncPush/fullStateKeys``) the hub joined
+    /// before it answered, so the device goes on with the next keys; `nil` otherwise.
+    public var repairedKeys: KeySpan?
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
     public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String],
-                keys: KeySpan = .all, moreToCome: Bool = false, partialKeys: [String] = []) {
+                keys: KeySpan = .all, moreToCome: Bool = false, partialKeys: [String] = [], repairedKeys: KeySpan? = nil) {
+        self.repairedKeys = repairedKeys
         self.account = account
         self.kind = kind
         self.delta = delta
@@ -192,9 +206,13 @@ public enum SyncMessage: Hashable, Sendable {
             if push.moreToCome { flags |= 4 }
             // 8: the basis follows (absent when empty, so a first push reads as before).
             if !push.basis.isEmpty { flags |= 8 }
+            // 16: the device's whole state for a span of keys (a repair), its bounds following
+            // the basis.
+            if push.fullStateKeys != nil { flags |= 16 }
             writer.writeByte(flags)
             if let through = push.acknowledgedThrough { writer.writeString(through) }
             if !push.basis.isEmpty { push.basis.encode(into: &writer) }
+            if let span = push.fullStateKeys { Self.writeSpan(span, into: &writer) }
             push.delta.encode(into: &writer)
             if push.moreToCome { Self.writeKeys(push.partialKeys, into: &writer) }
         case .reply(let reply):
@@ -202,17 +220,17 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeString(reply.account.rawValue)
             // Kinds 0 and 1; 2: a page of a full state, its span's bounds following; 3: a
             // page of a delta, more to come.
+            // 0x80 on the kind: the span of a repairing push the hub joined follows.
+            let repaired: UInt8 = reply.repairedKeys == nil ? 0 : 0x80
             if reply.moreToCome {
-                writer.writeByte(3)
+                writer.writeByte(3 | repaired)
             } else if reply.kind == .fullState && reply.keys != .all {
-                writer.writeByte(2)
-                for bound in [reply.keys.after, reply.keys.through] {
-                    writer.writeByte(bound == nil ? 0 : 1)
-                    if let bound { writer.writeString(bound) }
-                }
+                writer.writeByte(2 | repaired)
+                Self.writeSpan(reply.keys, into: &writer)
             } else {
-                writer.writeByte(reply.kind.rawValue)
+                writer.writeByte(reply.kind.rawValue | repaired)
             }
+            if let span = reply.repairedKeys { Self.writeSpan(span, into: &writer) }
             reply.delta.encode(into: &writer)
             reply.stableFrontier.encode(into: &writer)
             writer.writeVarint(UInt64(reply.rejectedKeys.count))
@@ -260,18 +278,26 @@ public enum SyncMessage: Hashable, Sendable {
         case .push:
             let device = try Self.readReplica(&reader)
             let flags = try reader.readByte()
-            guard flags & ~15 == 0, flags & 3 != 2 else { throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1) }
+            guard flags & ~31 == 0, flags & 3 != 2, flags & 20 != 20 else {
+                throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1)
+            }
             let through = flags & 2 != 0 ? try reader.readString() : nil
             let basisAt = reader.offset
             let basis = flags & 8 != 0 ? try VersionVector(from: &reader, limits: limits) : VersionVector()
             guard flags & 8 == 0 || !basis.isEmpty else {
                 throw .malformed(.nonCanonical, "an empty push basis is left out, not sent", at: basisAt)
             }
+            let span = flags & 16 != 0 ? try Self.readSpan(&reader) : nil
+            let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
+            if let span, let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
+                throw .malformed(.inconsistent, "the full-state push for keys \(span) holds the key \"\(outside)\" outside it", at: entriesAt)
+            }
             let moreToCome = flags & 4 != 0
             let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
             self = .push(SyncPush(account: account, device: device, delta: delta, acknowledgesFullState: flags & 1 != 0,
-                                  acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys, basis: basis))
+                                  acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys, basis: basis,
+                                  fullStateKeys: span))
         case .poll:
             let device = try Self.readReplica(&reader)
             self = .poll(SyncPoll(account: account, device: device, digest: try reader.readFixed64()))
@@ -284,7 +310,8 @@ public enum SyncMessage: Hashable, Sendable {
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
         case .reply:
-            let kindByte = try reader.readByte()
+            let kindAndFlag = try reader.readByte()
+            let kindByte = kindAndFlag & 0x7F
             var kind = SyncReply.Kind.delta
             var span = KeySpan.all
             let moreToCome = kindByte == 3
@@ -292,20 +319,15 @@ public enum SyncMessage: Hashable, Sendable {
                 kind = .delta
             } else if kindByte == 2 {
                 kind = .fullState
-                var bounds: [String?] = []
-                for _ in 0..<2 {
-                    let present = try reader.readByte()
-                    guard present <= 1 else { throw .malformed(.unknownTag, "invalid key bound flag \(present)", at: reader.offset - 1) }
-                    bounds.append(present == 1 ? try reader.readString() : nil)
-                }
-                span = KeySpan(after: bounds[0], through: bounds[1])
-                guard span != .all, !span.isEmpty else {
+                span = try Self.readSpan(&reader)
+                guard span != .all else {
                     throw .malformed(.nonCanonical, "a full-state page must answer for some keys, not none or all", at: reader.offset)
                 }
             } else {
                 guard let decoded = SyncReply.Kind(rawValue: kindByte) else { throw .malformed(.unknownTag, "unknown reply kind \(kindByte)", at: reader.offset - 1) }
                 kind = decoded
             }
+            let repairedKeys = kindAndFlag & 0x80 != 0 ? try Self.readSpan(&reader) : nil
             let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             if let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
@@ -318,9 +340,30 @@ public enum SyncMessage: Hashable, Sendable {
             for _ in 0..<count { keys.append(try reader.readString()) }
             let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
             self = .reply(SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys, keys: span,
-                                    moreToCome: moreToCome, partialKeys: partialKeys))
+                                    moreToCome: moreToCome, partialKeys: partialKeys, repairedKeys: repairedKeys))
         }
         try reader.expectEnd()
+    }
+
+    /// Writes a span's two bounds, each a presence byte (0 or 1) and the key.
+    private static func writeSpan(_ span: KeySpan, into writer: inout BinaryWriter) {
+        for bound in [span.after, span.through] {
+            writer.writeByte(bound == nil ? 0 : 1)
+            if let bound { writer.writeString(bound) }
+        }
+    }
+
+    /// Reads a span written by ``writeSpan(_:into:)``; one that holds no key is refused.
+    private static func readSpan(_ reader: inout BinaryReader) throws(ConvergeError) -> KeySpan {
+        var bounds: [String?] = []
+        for _ in 0..<2 {
+            let present = try reader.readByte()
+            guard present <= 1 else { throw .malformed(.unknownTag, "invalid key bound flag \(present)", at: reader.offset - 1) }
+            bounds.append(present == 1 ? try reader.readString() : nil)
+        }
+        let span = KeySpan(after: bounds[0], through: bounds[1])
+        guard !span.isEmpty else { throw .malformed(.nonCanonical, "a span of keys that holds none", at: reader.offset) }
+        return span
     }
 
     private static func writeKeys(_ keys: [String], into writer: inout BinaryWriter) {

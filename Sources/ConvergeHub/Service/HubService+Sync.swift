@@ -156,10 +156,14 @@ extension HubService {
         return result
     }
 
-    /// A machine with no account loaded, configured as this hub.
+    /// A machine with no account loaded, configured as this hub. Its compensating writes go
+    /// under an incarnation of the hub's ID drawn at random, since the state it loads may be
+    /// an older copy than one another machine wrote from (see `HubSyncMachine.writer`).
     func emptyMachine() -> HubSyncMachine {
-        HubSyncMachine(hubID: configuration.hubID, quota: configuration.quota,
-                       retirementIntervalMilliseconds: configuration.retirementIntervalMilliseconds)
+        var machine = HubSyncMachine(hubID: configuration.hubID, quota: configuration.quota,
+                                     retirementIntervalMilliseconds: configuration.retirementIntervalMilliseconds)
+        machine.writerIncarnation = UInt64.random(in: 2...(1 << 48))
+        return machine
     }
 
     /// A machine holding `stored` as `account`'s state (an empty one if nothing is stored).
