@@ -183,6 +183,9 @@ public struct SyncRun {
     /// Hub replies cut into pages (their context below the hub's, or a full state for a
     /// span of keys): shows that a run with small messages exercised paging.
     public private(set) var pagedReplies = 0
+    /// Whether the last ``heal()`` ended with a round in which every device was told it is
+    /// up to date.
+    public private(set) var quiet = false
     /// How many rounds of exchanges `heal()` runs: more when messages travel in pages.
     private let healRounds: Int
 
@@ -430,12 +433,14 @@ public struct SyncRun {
         for _ in 0..<healRounds {
             for d in devices.indices { exchange(d) }
         }
-        // Until nothing changes: a round in which every device was told it is up to date
-        // (a frontier that moved in the last round reaches the devices that polled before).
+        // Until nothing changes: a round that changed no device's state and nothing the hub
+        // stores (a frontier that moved in the last round reaches the devices that polled
+        // before it moved).
+        quiet = false
         for _ in 0..<healRounds * 4 {
-            let before = upToDateAnswers
+            let before = snapshot()
             for d in devices.indices { exchange(d) }
-            if upToDateAnswers - before == devices.count { break }
+            if snapshot() == before { quiet = true; break }
         }
         checkInvariants()
     }
@@ -481,6 +486,11 @@ public struct SyncRun {
     /// devices' common one.
     public func convergedState(of account: AccountID) -> ReplicatedMap {
         topology == .hub ? hub.state(of: account) : meshStates[account] ?? ReplicatedMap()
+    }
+
+    /// What the hub stores of every account and every device's state.
+    private func snapshot() -> [[UInt8]] {
+        Self.accounts.map { hub.encodedState(of: $0) ?? [] } + devices.map { $0.store.replicatedState.encoded() }
     }
 
     private mutating func exchange(_ d: Int) {
