@@ -540,12 +540,17 @@ public struct SyncRun {
     }
 
     /// What must hold once healed; `nil` if everything does.
-    public func convergenceFailure(policies: [MergePolicy]) -> String? {
+    ///
+    /// - Parameter lostHubWrites: Whether the hub may have been restored from an older
+    ///   copy: a device's context may then cover writes of the hub the copy lost and no
+    ///   replica holds, which the hub never believes a device has seen (nothing else may
+    ///   differ).
+    public func convergenceFailure(policies: [MergePolicy], lostHubWrites: Bool = false) -> String? {
         if let violation = violations.first { return violation }
         for device in devices {
             let state = device.store.replicatedState
             let hubState = convergedState(of: device.store.account)
-            if state != hubState {
+            if lostHubWrites ? !Self.equalButForLostHubWrites(state, hubState, hub: hub.hubID) : state != hubState {
                 return "\(device.id) on \(device.store.account) has \(state.entries.count) keys, ctx \(state.context); the hub has \(hubState.entries.count) keys, ctx \(hubState.context); "
                     + Self.difference(state, hubState)
             }
@@ -565,6 +570,16 @@ public struct SyncRun {
             }
         }
         return nil
+    }
+
+    /// Whether `device` and `hub` hold the same siblings and contexts, but for counters of
+    /// the hub's own writer IDs the device's context has beyond the hub's.
+    static func equalButForLostHubWrites(_ device: ReplicatedMap, _ hub: ReplicatedMap, hub hubID: ReplicaID) -> Bool {
+        guard device.entries == hub.entries else { return false }
+        let replicas = Set(device.context.sortedEntries.map(\.replica)).union(hub.context.sortedEntries.map(\.replica))
+        return replicas.allSatisfy { replica in
+            device.context[replica] == hub.context[replica] || (replica.base == hubID.base && device.context[replica] > hub.context[replica])
+        }
     }
 
     /// What differs between a device's state and the hub's, key by key in byte order (at

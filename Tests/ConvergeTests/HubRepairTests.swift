@@ -18,7 +18,7 @@ struct HubRepairTests {
         hub._reusesOwnCounters = reusesOwnCounters
         var run = SyncRun(SyncHistory(deviceCount: devices, operations: operations), hub: hub)
         run.heal()
-        return run.lostWrite() ?? run.resurrectedWrite() ?? run.convergenceFailure(policies: everyPolicy)
+        return run.lostWrite() ?? run.resurrectedWrite() ?? run.convergenceFailure(policies: everyPolicy, lostHubWrites: true)
     }
 
     static func exchange(_ store: ReplicatedKeyValueStore, with hub: inout HubSyncMachine, at now: UInt64) throws {
@@ -96,6 +96,65 @@ struct HubRepairTests {
         }
     }
 
+    /// A hub that reloads an account goes on under its incarnation over a newer copy (one
+    /// another hub wrote from its own), and moves to a later one over an older copy (a
+    /// database rolled back under it), whose counters it would otherwise issue again.
+    @Test func aReloadedHubGoesOnOverANewerCopyAndMovesOnOverAnOlderOne() throws {
+        var hub = HubSyncMachine(hubID: "hub", quota: Self.quota)
+        hub.writerIncarnation = 5
+        let now = SystemClock().nowMilliseconds()
+        var counter = 0
+        func compensate(_ hub: inout HubSyncMachine) throws -> Dot {
+            counter += 1
+            let context = hub.state(of: .default).context
+            let push = SyncPush(account: .default, device: "phone", delta: HostileInputTests.writes("phone", ["x\(counter)"], after: context),
+                                basis: context)
+            let reply = try hub.receive(push, nowMilliseconds: now)
+            #expect(reply.rejectedKeys == ["x\(counter)"])
+            return hub.state(of: .default).siblings(forKey: "x\(counter)")[0].dot
+        }
+        _ = try hub.receive(SyncPush(account: .default, device: "phone", delta: HostileInputTests.writes("phone", ["kept"])),
+                            nowMilliseconds: now)
+        let older = try #require(hub.encodedState(of: .default))
+        #expect(try compensate(&hub) == Dot(replica: "hub~5", counter: 1))
+        #expect(try compensate(&hub) == Dot(replica: "hub~5", counter: 2))
+        let newer = try #require(hub.encodedState(of: .default))
+        try hub.restoreState(newer, of: .default)
+        #expect(try compensate(&hub) == Dot(replica: "hub~5", counter: 3))
+        try hub.restoreState(older, of: .default)
+        #expect(try compensate(&hub) == Dot(replica: "hub~6", counter: 1), "over an older copy, hub~5:1 would be issued again")
+    }
+
+    /// From an attack on the repair: a member that was sent nothing claims the hub's own
+    /// writes (any incarnation) in a push of its "whole state"; it must not drop the value
+    /// the hub re-issued under them (claims on the hub's IDs are believed only as far as the
+    /// hub sent them), and an incarnation past the counters' bound is refused.
+    @Test(arguments: [nil, KeySpan.all])
+    func aMemberCannotDropTheHubsWritesByClaimingThem(span: KeySpan?) throws {
+        let quota = Quota(maximumKeyCount: 5, maximumTotalValueBytes: 1_000, maximumValueBytes: 10, maximumKeyBytes: 64)
+        var hub = HubSyncMachine(hubID: "hub", quota: quota)
+        let now = SystemClock().nowMilliseconds()
+        _ = try hub.receive(SyncPush(account: .default, device: "mallory", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector())),
+                            nowMilliseconds: now)
+        _ = try hub.receive(SyncPush(account: .default, device: "alice", delta: HostileInputTests.writes("alice", ["k"])), nowMilliseconds: now)
+        var bob = ReplicatedMap()
+        bob.formContextUnion(hub.state(of: .default).context)
+        bob.write(.string(String(repeating: "b", count: 40)), forKey: "k", replica: "bob", timestamp: HybridTimestamp(wallMilliseconds: now, logical: 0))
+        _ = try hub.receive(SyncPush(account: .default, device: "bob", delta: bob.delta(for: hub.state(of: .default).context),
+                                     basis: hub.state(of: .default).context), nowMilliseconds: now)
+        let reissued = hub.state(of: .default).siblings(forKey: "k")
+        #expect(reissued.map(\.dot) == [Dot(replica: "hub", counter: 1)] && reissued.first?.value == .string("k"))
+        // Mallory was sent nothing of it. (Its claim gets it a full state, which does send
+        // it the value: from then on it may remove it, as any member may.)
+        let claim = SyncPush(account: .default, device: "mallory",
+                             delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["hub": 1_000, "hub~2": 1_000])), fullStateKeys: span)
+        _ = try hub.receive(claim, nowMilliseconds: now)
+        #expect(hub.state(of: .default).siblings(forKey: "k") == reissued)
+        let past = SyncPush(account: .default, device: "mallory",
+                            delta: ReplicatedMap.Delta(entries: [:], context: VersionVector([ReplicaID("hub~18446744073709551615"): 1])))
+        #expect(throws: ConvergeError.self) { _ = try hub.receive(past, nowMilliseconds: now) }
+    }
+
     /// Shrunk from seed 12486418855306268746: the restored hub issued hub:1 again for
     /// another key's compensation, and the device that held the first hub:1 never took
     /// the second (it kept a write the hub had superseded). (The variant that reuses its
@@ -160,7 +219,7 @@ struct HubRepairTests {
             hub._skipsRepair = true
             var run = SyncRun(SyncHistory.generate(using: &generator, restores: true), hub: hub)
             run.heal()
-            if (run.lostWrite() ?? run.resurrectedWrite() ?? run.convergenceFailure(policies: everyPolicy)) != nil { caught += 1 }
+            if (run.lostWrite() ?? run.resurrectedWrite() ?? run.convergenceFailure(policies: everyPolicy, lostHubWrites: true)) != nil { caught += 1 }
         }
         print("of 1,500 histories with restores, a hub that is not repaired was caught in \(caught)")
         #expect(caught >= 5)

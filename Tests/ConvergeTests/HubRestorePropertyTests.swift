@@ -19,7 +19,7 @@ struct HubRestorePropertyTests {
             var run = SyncRun(history, hub: paged ? SyncPropertyTests.pagingHub() : SyncProperties.makeHub(),
                               maximumMessageBytes: paged ? 100 : nil)
             run.heal()
-            return run.lostWrite() ?? run.resurrectedWrite() ?? run.convergenceFailure(policies: everyPolicy)
+            return run.lostWrite() ?? run.resurrectedWrite() ?? run.convergenceFailure(policies: everyPolicy, lostHubWrites: true)
         }
     }
 

@@ -146,9 +146,15 @@ extension HubSyncMachine {
             throw .malformed(.inconsistent, "the state of account \(account) contradicts itself: \(violation)")
         }
         // The writer of this machine's compensating writes goes on only over a copy that
-        // holds all it wrote (another hub's newer copy), never over an older one.
-        if let old = accounts[account], let writer = old.writer, state.map.context[writer] >= old.map.context[writer] {
-            state.writer = writer
+        // holds all it wrote (another hub's newer copy). Over an older one (a database rolled
+        // back) its next writes go under a later incarnation: devices may hold the writes
+        // the copy lost.
+        if let old = accounts[account], let writer = old.writer {
+            if state.map.context[writer] >= old.map.context[writer] {
+                state.writer = writer
+            } else {
+                writerIncarnation = max(writerIncarnation, writer.incarnationNumber.addingSaturating(1))
+            }
         }
         accounts[account] = state
     }

@@ -28,7 +28,7 @@ public struct HubSyncMachine: Sendable {
     public var maximumReplyBytes = SyncMessage.maximumEncodedBytes
     var accounts: [AccountID: AccountState] = [:]
     /// The incarnation of ``hubID`` this machine writes compensating writes under, at
-    /// least (see ``writer(of:current:session:in:claimed:)``): 1 (``hubID`` itself) for a
+    /// least (see ``writer(of:current:session:in:)``): 1 (``hubID`` itself) for a
     /// machine that starts from nothing; a machine that loads stored states takes a number
     /// no earlier machine took (a server draws it at random).
     package var writerIncarnation: UInt64 = 1
@@ -72,7 +72,7 @@ public struct HubSyncMachine: Sendable {
         /// acknowledgements and the hub's context are unchanged.
         var lastCollection: (members: [ReplicaID: VersionVector], context: VersionVector, frontier: VersionVector)?
         /// The writer ID of this machine's compensating writes; `nil` until its first one
-        /// since the state was loaded from storage (see ``HubSyncMachine/writer(of:current:session:in:claimed:)``).
+        /// since the state was loaded from storage (see ``HubSyncMachine/writer(of:current:session:in:)``).
         /// Not stored: a copy of the state loaded again may be older than writes made from it.
         var writer: ReplicaID?
     }
@@ -139,6 +139,11 @@ public struct HubSyncMachine: Sendable {
             throw .malformed(.unexpectedMessage, "a push from device \(push.device), which is the hub's own replica ID")
         }
         try push.delta.checkTimestamps(notAfter: nowMilliseconds.addingSaturating(maximumClockOffsetMilliseconds))
+        // Incarnations are bounded as counters are, so a new one is always one past the last.
+        let named = push.delta.context.counters.keys.filter { $0.incarnationNumber > Dot.maximumCounter }
+        if let replica = named.min() {
+            throw .malformed(.outOfRange, "a push naming \(replica), whose incarnation exceeds the maximum \(Dot.maximumCounter)")
+        }
     }
 
     /// Handles one push, returns the reply, and appends the compensating writes it made
@@ -172,11 +177,11 @@ public struct HubSyncMachine: Sendable {
             state.awaitingFullState[push.device] = Returning()
         }
         let writer = _reusesOwnCounters ? state.writer ?? Self.latestWriter(of: hubID.base, in: state.map.context)
-            : Self.writer(of: hubID.base, current: state.writer, session: writerIncarnation, in: state.map.context, claimed: push.delta)
+            : Self.writer(of: hubID.base, current: state.writer, session: writerIncarnation, in: state.map.context)
         // What the device claims to have seen: a full state is computed within it (see below).
         let claimed = push.delta.context
         var push = push
-        push.delta.context = Self.believable(push.delta, from: push.device, hub: hubID, sent: sent)
+        push.delta.context = Self.believable(push.delta, from: push.device, sent: sent)
         if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = Returning() }
         // A returning device keeps getting the full state until it acknowledges one it was
         // sent after its return. Its context cannot show that: it may cover the hub's
@@ -275,7 +280,7 @@ public struct HubSyncMachine: Sendable {
         let state = accounts[push.account] ?? AccountState()
         guard !push.basis.isDominated(by: state.map.context) else { return nil }
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
-        let believed = Self.believable(push.delta, from: push.device, hub: hubID, sent: sent)
+        let believed = Self.believable(push.delta, from: push.device, sent: sent)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account)
         let page = state.map.delta(for: believed, maximumBytes: budget)
         return SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
@@ -386,52 +391,38 @@ public struct HubSyncMachine: Sendable {
     }
 
     /// The writer ID of the hub's next compensating write in an account: the one it wrote
-    /// with since the state was loaded (`current`), or else, or if a push that claims
-    /// `claimed` (its context and siblings) shows the hub wrote under `current` beyond what
-    /// its context holds, a new incarnation of `base` (`hub~n`): the machine's `session`
-    /// incarnation, raised past every incarnation the context or the push names.
+    /// with since the state was loaded (`current`), or else a new incarnation of `base`
+    /// (`hub~n`): the machine's `session` incarnation, raised past every incarnation the
+    /// account's `context` holds.
     ///
     /// A dot must never name two writes. A state loaded from storage may be an older copy
     /// (a backup put back, a database rolled back) than one the hub wrote from before, and
     /// issuing the counters that followed again would give two different writes one dot:
     /// devices that hold the first would never take the second (a compensation that never
     /// arrives, a quota broken for good). So every machine writes under incarnations of its
-    /// own (``writerIncarnation``, which a server draws at random for each machine it
-    /// loads), as a restored device does (see ``ReplicaID/incarnation(_:)``). A device that
-    /// claims the hub's counters falsely only costs the account one more entry in its context.
-    static func writer(of base: ReplicaID, current: ReplicaID?, session: UInt64, in context: VersionVector,
-                       claimed delta: ReplicatedMap.Delta) -> ReplicaID {
+    /// own (``writerIncarnation``, which a server draws at random for each process, and
+    /// which moves on when a reload finds an older copy), as a restored device does (see
+    /// ``ReplicaID/incarnation(_:)``).
+    static func writer(of base: ReplicaID, current: ReplicaID?, session: UInt64, in context: VersionVector) -> ReplicaID {
+        if let current { return current }
         var highest: UInt64 = 0
-        var reused = current == nil
-        func note(_ replica: ReplicaID, _ counter: UInt64) {
-            guard replica.base == base else { return }
-            highest = max(highest, replica.incarnationNumber)
-            if replica == current && counter > context[replica] { reused = true }
-        }
-        for (replica, counter) in context.counters { note(replica, counter) }
-        for (replica, counter) in delta.context.counters { note(replica, counter) }
-        for siblings in delta.entries.values {
-            for sibling in siblings { note(sibling.dot.replica, sibling.dot.counter) }
-        }
-        if let current, !reused { return current }
-        // The session's own incarnation, unless this account already holds it or later ones.
+        for replica in context.counters.keys where replica.base == base { highest = max(highest, replica.incarnationNumber) }
+        // A push naming an incarnation past Dot.maximumCounter is refused (check(_:nowMilliseconds:)).
         return base.incarnation(max(session, highest.addingSaturating(1), 1))
     }
 
-    /// What the hub believes of a push's context: all of it for the device's own writes
-    /// and the hub's (of any incarnation); for other replicas, no more than `sent` (what
-    /// the hub sent the device), raised to cover the writes the push carries.
+    /// What the hub believes of a push's context: all of it for the device's own writes;
+    /// for other replicas (other incarnations of the device and the hub's own included), no
+    /// more than `sent` (what the hub sent the device), raised to cover the writes the push
+    /// carries.
     ///
     /// In the hub topology a device learns others' writes only from the hub, so a device
     /// cannot claim to have seen writes it was never sent, and so suppress them (drop them
-    /// from the hub, or keep them from ever reaching it). The hub's own writes a device
-    /// claims beyond the hub's context are writes a hub restored from an older copy made
-    /// and lost: a device that saw them and does not carry them saw them superseded.
-    static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, hub: ReplicaID, sent: VersionVector) -> VersionVector {
+    /// from the hub, or keep them from ever reaching it).
+    static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, sent: VersionVector) -> VersionVector {
         var believed = VersionVector()
         for (replica, counter) in delta.context.counters {
-            let own = replica.base == device.base || replica.base == hub.base
-            believed.raise(replica, to: own ? counter : min(counter, sent[replica]))
+            believed.raise(replica, to: replica == device ? counter : min(counter, sent[replica]))
         }
         for siblings in delta.entries.values {
             for sibling in siblings { believed.raise(sibling.dot.replica, to: sibling.dot.counter) }

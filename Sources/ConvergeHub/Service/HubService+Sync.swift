@@ -134,7 +134,7 @@ extension HubService {
             switch copy {
             case .unchanged: (machine, reloaded) = (current ?? emptyMachine(), false)
             case .changed(let stored):
-                (machine, reloaded) = (try restoredMachine(stored, of: account), true)
+                (machine, reloaded) = (try restoredMachine(stored, of: account, over: current), true)
                 for (device, seen) in pendingSeen.sorted(by: { $0.key < $1.key }) {
                     machine.noteSeen(device, of: account, atMilliseconds: seen)
                 }
@@ -166,9 +166,12 @@ extension HubService {
         return machine
     }
 
-    /// A machine holding `stored` as `account`'s state (an empty one if nothing is stored).
-    func restoredMachine(_ stored: HubStoredAccount?, of account: AccountID) throws(HubError) -> HubSyncMachine {
-        var machine = emptyMachine()
+    /// A machine holding `stored` as `account`'s state (an empty one if nothing is stored),
+    /// restored over `current`, the machine in memory, if there is one: it then goes on
+    /// writing its compensations under its incarnation when the stored copy holds all it
+    /// wrote (another hub's newer copy), never over an older copy.
+    func restoredMachine(_ stored: HubStoredAccount?, of account: AccountID, over current: HubSyncMachine? = nil) throws(HubError) -> HubSyncMachine {
+        var machine = stored == nil ? emptyMachine() : current ?? emptyMachine()
         guard let stored else { return machine }
         do {
             try machine.restoreState(stored.state, of: account)
