@@ -426,7 +426,8 @@ public struct SyncRun {
             let home = devices[d].store.account
             for account in devices[d].accounts.sorted() where account != home {
                 switchAccount(d, to: account)
-                for _ in 0..<max(2, healRounds / 2) { exchange(d) }
+                // Long enough to take a full state and repair the hub with its whole state.
+                for _ in 0..<max(6, healRounds) { exchange(d) }
             }
             switchAccount(d, to: home)
         }
