@@ -391,8 +391,10 @@ struct HubClientTests {
         var arrived = false
         while !arrived && Date() < deadline {
             usleep(10_000)
-            arrived = hub.service.respond(to: HubServiceTests.syncRequest(try SyncMessage.poll(
-                SyncPoll(account: "alice", device: "probe", digest: 0)).encoded(), token: hub.token)).body.count > 40
+            // A push of nothing (a device the hub does not know that polls is asked to push).
+            arrived = hub.service.respond(to: HubServiceTests.syncRequest(try SyncMessage.push(
+                SyncPush(account: "alice", device: "probe", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()))).encoded(),
+                token: hub.token)).body.count > 40
         }
         #expect(arrived, "the write did not reach the hub while the pool was blocked")
         await automatic.stop()
