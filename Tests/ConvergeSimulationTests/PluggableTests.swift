@@ -46,13 +46,15 @@ struct PluggableTests {
 
     @Test func aCustomPolicyThatReadsDifferentlyOnEachReplicaIsCaught() throws {
         // Reads must be a function of the siblings: one that is not makes replicas that hold
-        // the same siblings show different values, which the convergence checker sees.
+        // the same siblings show different values, which the convergence checker sees (or the
+        // liveness checker, as a replica that still reads differently from the hub after the
+        // heal: about one run in thirty, the coin being the process's own randomness).
         let coin = MergePolicy.custom("coin") { siblings in siblings.randomElement()?.value }
         var input = try SimulationInput(scenario: SmallScenarios.plain, seed: 5, workload: HotKeys())
         input.customPolicy = coin
         let result = SimulationRunner.run(input)
         #expect(!result.passed)
-        #expect(result.violations.contains { $0.kind == .convergence || $0.kind == .determinism }, "\(result.violations)")
+        #expect(result.violations.contains { [.convergence, .determinism, .liveness].contains($0.kind) }, "\(result.violations)")
     }
 
     @Test func aWorkloadReplacesTheOperationsAndKeepsTheFaults() throws {
