@@ -12,6 +12,12 @@ struct SimulatedNetwork {
         case device(Int)
     }
 
+    /// A sender and a receiver.
+    struct Link: Hashable {
+        var from: Node
+        var to: Node
+    }
+
     /// A message in flight.
     struct Message {
         var from: Node
@@ -19,6 +25,8 @@ struct SimulatedNetwork {
         var bytes: [UInt8]
         /// Deliveries still to come (two for a duplicated message).
         var copiesLeft: Int
+        /// Which message it is on its link.
+        var decided: MessageID
     }
 
     /// A group of devices cut off from everything else; with `oneWay`, only what they send
@@ -40,6 +48,12 @@ struct SimulatedNetwork {
         case inFlight(id: Int, delaysMs: [Int])
     }
 
+    /// A message sent: which it is on its link, and what became of it.
+    struct Sent {
+        var id: MessageID
+        var outcome: Sending
+    }
+
     /// What became of one delivery of a message.
     enum Delivery {
         /// The message is unknown or all its copies were delivered.
@@ -51,9 +65,12 @@ struct SimulatedNetwork {
 
     private var decisions: any NetworkDecisions
     /// The network decisions the run used, by message (for the trace).
-    private(set) var usedFates: [Int: NetworkFate] = [:]
+    private(set) var usedFates: [MessageID: NetworkFate] = [:]
     private var messages: [Int: Message] = [:]
+    /// The number of the next message, for the run's bookkeeping of messages in flight.
     private var nextMessageID = 0
+    /// The number of the next message on each link, for the decisions (``MessageID``).
+    private var nextNumberOnLink: [Link: Int] = [:]
     private var inFlightTo: [Node: Int] = [:]
     private var partitions: [Int: Partition] = [:]
     private var hubOutages: Set<Int> = []
@@ -132,30 +149,44 @@ struct SimulatedNetwork {
 
     // MARK: Messages
 
-    /// Sends `bytes`: draws the message's fate (every message gets a number and a fate,
-    /// delivered or not, so the decisions of a trace line up), then checks the link, the
-    /// receiver's queue and the fate.
-    mutating func send(_ bytes: [UInt8], from: Node, to: Node, crashed: (Int) -> Bool) -> Sending {
-        let id = nextMessageID
-        nextMessageID += 1
+    /// Sends `bytes`: draws the message's fate (every message gets a number on its link
+    /// and a fate, delivered or not, so the decisions of a trace line up), then checks the
+    /// link, the receiver's queue and the fate.
+    mutating func send(_ bytes: [UInt8], from: Node, to: Node, crashed: (Int) -> Bool) -> Sent {
+        let link = Link(from: from, to: to)
+        let decided = MessageID(from: Self.lane(from), to: Self.lane(to), number: nextNumberOnLink[link, default: 0])
+        nextNumberOnLink[link] = decided.number + 1
         let fate: NetworkFate
         if healed {
-            fate = decisions.healedFate(ofMessage: id, latencyMs: healedLatencyMs)
+            fate = decisions.healedFate(ofMessage: decided, latencyMs: healedLatencyMs)
             // A healed network delivers once after the healed latency: any other fate (a loss
             // of a partial heal, or a decision a trace or a shrunk trace carried over) is a
             // decision the trace must record, or its replay would deliver cleanly.
-            if fate.delaysMs != [healedLatencyMs] { usedFates[id] = fate }
+            if fate.delaysMs != [healedLatencyMs] { usedFates[decided] = fate }
         } else {
-            fate = decisions.fate(ofMessage: id)
-            usedFates[id] = fate
+            fate = decisions.fate(ofMessage: decided)
+            usedFates[decided] = fate
         }
-        guard linkIsUp(from: from, to: to, crashed: crashed) else { return .droppedByFault }
-        guard inFlightTo[to, default: 0] < queueCapacity else { return .droppedByFullQueue }
-        guard !fate.delaysMs.isEmpty else { return .lost }
-        messages[id] = Message(from: from, to: to, bytes: bytes, copiesLeft: fate.delaysMs.count)
+        guard linkIsUp(from: from, to: to, crashed: crashed) else { return Sent(id: decided, outcome: .droppedByFault) }
+        guard inFlightTo[to, default: 0] < queueCapacity else { return Sent(id: decided, outcome: .droppedByFullQueue) }
+        guard !fate.delaysMs.isEmpty else { return Sent(id: decided, outcome: .lost) }
+        let id = nextMessageID
+        nextMessageID += 1
+        messages[id] = Message(from: from, to: to, bytes: bytes, copiesLeft: fate.delaysMs.count, decided: decided)
         inFlightTo[to, default: 0] += 1
-        return .inFlight(id: id, delaysMs: fate.delaysMs)
+        return Sent(id: decided, outcome: .inFlight(id: id, delaysMs: fate.delaysMs))
     }
+
+    /// The lane of `node` in pictures and traces.
+    static func lane(_ node: Node) -> SimulationTimeline.Lane {
+        switch node {
+        case .hub: .hub
+        case .device(let d): .device(d)
+        }
+    }
+
+    /// The receiver of message `id`, while a copy is still to arrive.
+    func receiver(of id: Int) -> Node? { messages[id]?.to }
 
     /// One copy of message `id` arrives, if the link is still up.
     mutating func deliver(_ id: Int, crashed: (Int) -> Bool) -> Delivery {

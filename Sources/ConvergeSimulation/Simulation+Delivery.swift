@@ -51,9 +51,9 @@ extension Simulation {
         metrics.messagesSent += 1
         metrics.bytesSent += bytes.count
         digest.update(bytes.count)
-        let outcome = network.send(bytes, from: from, to: to, crashed: isCrashed)
-        recordSent(bytes, from: from, to: to, outcome: outcome)
-        switch outcome {
+        let sent = network.send(bytes, from: from, to: to, crashed: isCrashed)
+        recordSent(bytes, from: from, to: to, sent: sent)
+        switch sent.outcome {
         case .droppedByFault: metrics.messagesDroppedByFaults += 1
         case .droppedByFullQueue: metrics.messagesDroppedByFullQueues += 1
         case .lost: metrics.messagesLost += 1
@@ -80,7 +80,7 @@ extension Simulation {
         let lastCopy = message.copiesLeft == 0
         digest.update(id)
         digest.update(message.bytes)
-        let damaged = damagedCopy(of: message.bytes, message: id, copiesLeft: message.copiesLeft)
+        let damaged = damagedCopy(of: message.bytes, message: message.decided, copiesLeft: message.copiesLeft)
         if options.topology == .folder {
             // A file, not a message: it appears in the receiver's folder, if it still exists
             // (damaged, if it was damaged on the way: the reader skips it until a sound copy
@@ -125,9 +125,18 @@ extension Simulation {
     /// flipped), or `nil` if it arrives sound: damage happens with probability
     /// `corruptMessages` before the heal. Decided by a hash of the seed, the message and
     /// the copy, not by the network's random stream, so a recorded trace replays it as is.
-    func damagedCopy(of bytes: [UInt8], message id: Int, copiesLeft: Int) -> [UInt8]? {
+    func damagedCopy(of bytes: [UInt8], message id: MessageID, copiesLeft: Int) -> [UInt8]? {
         guard options.corruptMessages > 0, !healed, !bytes.isEmpty else { return nil }
-        var mixer = SplitMix64(seed: input.seed ^ (UInt64(id) &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(copiesLeft) << 48))
+        // Drawn from the message's place on its link, as network decisions are, so a shrunk
+        // run damages the same messages.
+        func code(_ lane: SimulationTimeline.Lane) -> UInt64 {
+            switch lane {
+            case .hub: 0
+            case .device(let d): UInt64(d) + 1
+            }
+        }
+        let link = (code(id.from) << 24 | code(id.to)) &* 0xBF58_476D_1CE4_E5B9
+        var mixer = SplitMix64(seed: input.seed ^ (UInt64(id.number) &* 0x9E37_79B9_7F4A_7C15) ^ link ^ (UInt64(copiesLeft) << 48))
         let draw = mixer.next()
         guard Double(draw >> 11) / Double(1 << 53) < options.corruptMessages else { return nil }
         let bit = Int(mixer.next() % UInt64(bytes.count * 8))

@@ -45,7 +45,7 @@ extension Simulation {
     func step(_ event: Event) {
         handle(event)
         if timeline != nil {
-            for node in Set(changedThisStep).sorted(by: { Self.lane($0) < Self.lane($1) }) { recordConflicts(on: node) }
+            for node in Set(changedThisStep).sorted(by: { SimulatedNetwork.lane($0) < SimulatedNetwork.lane($1) }) { recordConflicts(on: node) }
         }
         eventsProcessed += 1
         checkInvariantsAfterStep()
@@ -64,9 +64,14 @@ extension Simulation {
         switch event {
         case .planned(let index):
             digest.update(index)
+            let finishRecording = recordPlanned(input.plan[index].event)
             perform(input.plan[index].event)
+            finishRecording?()
         case .deliver(let id):
+            let receiver = timeline == nil ? nil : network.receiver(of: id)
+            let before = receiver.map(stateSignature)
             deliver(id)
+            if let receiver, let before { recordWhetherArrivalChanged(id, before != stateSignature(of: receiver)) }
         case .periodicSync(let d):
             synchronize(d)
             queue.schedule(.periodicSync(device: d), at: now + options.syncIntervalMs + hooks.syncJitterMs())
@@ -86,7 +91,10 @@ extension Simulation {
         case .diskFullEnd(let d):
             devices[d].disk.isFull = false
         case .accountBack(let d):
-            if devices[d].store.account != .default && !devices[d].crashed { switchAccount(d, to: .default) }
+            if devices[d].store.account != .default && !devices[d].crashed {
+                recordMoment("\(devices[d].id) switches back to the default account")
+                switchAccount(d, to: .default)
+            }
         case .heal:
             heal()
         case .livenessCheck:
@@ -124,6 +132,7 @@ extension Simulation {
         let report = metrics.report(simulation: self)
         digest.update(JSONCoding.bytes(of: report))
         for violation in violations { digest.update(violation.description) }
+        recordHoldings()
         if timeline != nil {
             timeline!.healedMs = network.healed ? healTime : nil
             timeline!.endMs = now

@@ -76,6 +76,7 @@ extension Simulation {
     func restartHub(outage: Int?) {
         guard let durable = hubDurableState else { return }
         hubDurableState = nil
+        recordMoment("the hub restarts from its durable state")
         var restarted = Self.makeHub(options: options, hooks: hooks, policy: input.customPolicy)
         // A restarted hub writes under incarnations no earlier one used.
         restarted.writerIncarnation = UInt64(metrics.hubCrashes) * 1_000_000 + 1
@@ -91,6 +92,7 @@ extension Simulation {
 
     func restart(_ d: Int) {
         guard devices[d].crashed else { return }
+        recordMoment("\(devices[d].id) restarts from its disk")
         changed(.device(d))
         setClock(d)
         do {
@@ -119,6 +121,7 @@ extension Simulation {
     /// The end of the safety phase: every fault healed, every device up; the liveness
     /// checks start.
     func heal() {
+        recordMoment("the network heals: every fault ends")
         network.heal()
         // The file-sync service catches up: every file still in the folder is everywhere.
         if options.topology == .folder { folder.deliverEverything(to: devices.indices) }

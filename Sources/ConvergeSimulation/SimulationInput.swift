@@ -11,7 +11,7 @@ public struct SimulationInput: Sendable {
     /// The operations and faults, in time order.
     package var plan: [TimedEvent]
     /// Recorded network decisions, or `nil` to draw them from the seed.
-    package var recordedFates: [Int: NetworkFate]?
+    package var recordedFates: [MessageID: NetworkFate]?
     /// A deliberately broken variant, to show a checker catching it.
     package var variant: BrokenVariant?
     /// For ``BrokenVariant/nondeterministic`` only: a source of ambient randomness the
@@ -26,7 +26,7 @@ public struct SimulationInput: Sendable {
     /// custom policy's run from Swift, with the same input.
     public var customPolicy: MergePolicy?
 
-    package init(seed: UInt64, options: SimulationOptions, plan: [TimedEvent], recordedFates: [Int: NetworkFate]? = nil,
+    package init(seed: UInt64, options: SimulationOptions, plan: [TimedEvent], recordedFates: [MessageID: NetworkFate]? = nil,
                  variant: BrokenVariant? = nil) {
         self.seed = seed
         self.options = options

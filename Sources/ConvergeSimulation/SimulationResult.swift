@@ -16,7 +16,7 @@ public struct SimulationResult: Sendable {
     /// runs of the same input give the same digest, in any process.
     public var digest: String
     /// The network decisions the run used, by message (for the trace).
-    package var fates: [Int: NetworkFate]
+    package var fates: [MessageID: NetworkFate]
     /// What happened when, if the run recorded it (``Simulation/recordTimeline()``).
     package var timeline: SimulationTimeline? = nil
 

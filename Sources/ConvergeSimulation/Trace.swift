@@ -1,12 +1,13 @@
 /// A run's trace as JSON Lines: a header (seed, variant, every resolved option), one line
-/// per planned event (operations, faults, clock settings), one line per network decision,
-/// and the result. It holds every input of the run, so ``ParsedTrace/init(text:)``
+/// per planned event (operations, faults, clock settings), one line per network decision
+/// other than a delivery after the minimum latency, and the result. It holds every input of the run, so ``ParsedTrace/init(text:)``
 /// rebuilds the run without the seed's generator.
 public enum Trace {
     /// The `type` of a trace's first line.
     static let format = "converge-sim-trace"
-    /// The format's version: 2 since violations are objects with a kind.
-    static let version = 2
+    /// The format's version: 2 since violations are objects with a kind, 3 since messages
+    /// are named by link and number on the link (`"message": "d0>hub#3"`).
+    static let version = 3
 
     /// The trace of a finished run, one JSON object per line.
     ///
@@ -22,9 +23,11 @@ public enum Trace {
         header.options = input.options
         lines.append(JSONCoding.encoded(header))
         for timed in input.plan { lines.append(JSONCoding.encoded(TraceLine(timed))) }
-        for id in result.fates.keys.sorted() {
+        // A message the trace has no decision for is delivered once after the minimum
+        // latency: decisions that say just that are left out.
+        for id in result.fates.keys.sorted() where result.fates[id]?.delaysMs != [input.options.minLatencyMs] {
             var decision = TraceLine(type: "net")
-            decision.message = id
+            decision.message = id.description
             decision.delaysMs = result.fates[id]?.delaysMs
             lines.append(JSONCoding.encoded(decision))
         }
@@ -62,7 +65,8 @@ extension ParsedTrace {
         let header = try Self.decode(first, line: 1)
         guard header.type == Trace.format else { throw ScenarioError("line 1: not a converge-sim trace (no \"\(Trace.format)\" header)") }
         guard header.version == Trace.version else {
-            throw ScenarioError("line 1: unsupported trace version \(header.version.map(String.init) ?? "none") (this converge-sim reads version \(Trace.version))")
+            let renumbered = header.version == 2 ? "; version 2 numbered messages for the whole run: run its seed again for a new trace" : ""
+            throw ScenarioError("line 1: unsupported trace version \(header.version.map(String.init) ?? "none") (this converge-sim reads version \(Trace.version)\(renumbered))")
         }
         guard let seedText = header.seed, let seed = UInt64(seedText) else { throw ScenarioError("line 1: invalid seed") }
         var variant: BrokenVariant?
@@ -72,7 +76,7 @@ extension ParsedTrace {
         }
         guard let options = header.options else { throw ScenarioError("line 1: no options") }
         var plan: [TimedEvent] = []
-        var fates: [Int: NetworkFate] = [:]
+        var fates: [MessageID: NetworkFate] = [:]
         var digest: String?
         var violations: [Violation]?
         for (offset, text) in lines.dropFirst().enumerated() {
@@ -125,7 +129,7 @@ struct TraceLine: Codable {
     var offsetMs: Int?
     var driftPpm: Int?
     // A network decision.
-    var message: Int?
+    var message: String?
     var delaysMs: [Int]?
     // The result.
     var converged: Bool?
@@ -152,7 +156,7 @@ struct TraceLine: Codable {
         downMs = try members.member(Int.self, .downMs)
         offsetMs = try members.member(Int.self, .offsetMs)
         driftPpm = try members.member(Int.self, .driftPpm)
-        message = try members.member(Int.self, .message)
+        message = try members.member(String.self, .message)
         delaysMs = try members.member([Int].self, .delaysMs)
         converged = try members.member(Bool.self, .converged)
         violations = try members.member([Violation].self, .violations)
@@ -222,9 +226,11 @@ struct TraceLine: Codable {
         return TimedEvent(timeMs: try required(t, "t"), event: event)
     }
 
-    /// The network decision of this line: a message's number and its fate.
-    func networkDecision() throws(ScenarioError) -> (id: Int, fate: NetworkFate) {
-        guard let id = message, id >= 0 else { throw ScenarioError("\"message\" must be a non-negative integer") }
+    /// The network decision of this line: a message (its link and number) and its fate.
+    func networkDecision() throws(ScenarioError) -> (id: MessageID, fate: NetworkFate) {
+        guard let text = message, let id = MessageID(text) else {
+            throw ScenarioError("\"message\" must name a link and a number on it, as \"d0>hub#3\"")
+        }
         guard let delays = delaysMs, delays.count <= 2, delays.allSatisfy({ $0 >= 0 && $0 <= Int(Int32.max) }) else {
             throw ScenarioError("\"delaysMs\" must be at most two non-negative integers")
         }

@@ -8,10 +8,14 @@ enum ReplayCommand: Subcommand {
     struct Arguments {
         var path: String?
         var json = false
+        var story = false
     }
 
     static let flags: [Flag<Arguments>] = [
         Flag(name: "--json", value: nil, help: "the report as one JSON object") { arguments, _ in arguments.json = true },
+        Flag(name: "--story", value: nil, help: "after the report, tell the run as a story (writes, lost messages, end state)") {
+            arguments, _ in arguments.story = true
+        },
     ]
 
     static var help: String {
@@ -39,6 +43,9 @@ enum ReplayCommand: Subcommand {
         let reproduce = "swift run converge-sim replay \(path)"
         printLine(arguments.json ? Report.jsonLine(result, reproduce: reproduce) : Report.text(result, reproduce: reproduce, fullOptions: true))
         if !arguments.json, trace.recordedDigest == result.digest { printLine("  replay matches the recorded digest") }
+        if arguments.story && !arguments.json {
+            for line in RunStory.tell(trace.input).lines { printLine(line) }
+        }
         return result.passed ? 0 : 1
     }
 }

@@ -68,9 +68,15 @@ struct CommandLineTests {
         let shrunkPath = ConvergeSim.temporaryFile("fail.shrunk.jsonl")
         let shrink = try ConvergeSim.run(["shrink", trace, "--output", shrunkPath])
         #expect(shrink.status == 1)
-        #expect(shrink.output.contains("still fails"))
+        // The shrunk run is told as a story: writes with their dots, the end state, what failed.
+        #expect(shrink.output.contains("still fires"))
+        for part in ["What happened (seed 2", " as d", "At the end:", "  hub: ", "  d0: ", "What failed:", "--story"] {
+            #expect(shrink.output.contains(part), "\(part) in \(shrink.output)")
+        }
         let replay = try ConvergeSim.run(["replay", shrunkPath])
         #expect(replay.status == 1)
+        let story = try ConvergeSim.run(["replay", shrunkPath, "--story"])
+        #expect(story.output.contains("What happened") && story.output.contains("What failed:"))
 
         // With --json, each violation names the checker that fired.
         let json = try ConvergeSim.run(["run", "--seed", "2", "--devices", "3", "--operations", "200", "--variant", "guessing-sender",
