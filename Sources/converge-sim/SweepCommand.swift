@@ -9,7 +9,7 @@ enum SweepCommand: Subcommand {
 
     struct Arguments {
         var directory = "Simulations"
-        var seedsPerCombination = 60
+        var seedsPerCombination = 45
         var firstSeed: UInt64 = 0
         var jobs = SimulationRunner.availableCores
         var checkDeterminism = true
@@ -20,7 +20,7 @@ enum SweepCommand: Subcommand {
             arguments.directory = text
         },
         Flag(name: "--seeds-per-combination", value: "N",
-             help: "seeds of each scenario, policy and topology (default 60; a tenth for 16 devices or more, a third for the folder topology of a scenario not about it)") { arguments, text throws(UsageError) in
+             help: "seeds of each scenario, policy and topology (default 45; a tenth for 16 devices or more, a third for the folder topology of a scenario not about it)") { arguments, text throws(UsageError) in
             guard let count = Int(text), count >= 1 else { throw UsageError("--seeds-per-combination takes a positive integer, not \(text)") }
             arguments.seedsPerCombination = count
         },
