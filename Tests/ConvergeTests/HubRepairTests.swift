@@ -68,6 +68,48 @@ struct HubRepairTests {
         }
     }
 
+    /// A device that saw a compensating write the restored hub lost (so no one can send it to
+    /// the hub again) still repairs it: the hub tells it which of its own writes it lost
+    /// (``SyncReply/lostHubWrites``), and the device counts them as seen. Without that, the
+    /// device waited for ever for the hub to see everything it has, and a value it had
+    /// replaced stayed at the hub (the simulator's hub-restore scenario found it in 20 of 20
+    /// seeds; `SimulationRegressionTests` replays its shrunk run).
+    @Test func aDeviceThatSawACompensationTheHubLostStillRepairsIt() throws {
+        var device = DeviceSyncMachine(device: "tablet")
+        let state = try ReplicatedMap(entries: ["a": [Sibling(dot: Dot(replica: "tablet", counter: 2), timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 0),
+                                                               value: .string("tablet's"))]],
+                                      context: VersionVector(["tablet": 2, "phone": 1, "hub": 1]))
+        // The restored hub holds the phone's write and none of the hub's: its reply shows it
+        // holds less than the tablet saw, so the tablet owes it a repair.
+        let restored = VersionVector(["tablet": 2, "phone": 1])
+        func reply(lost: VersionVector) -> SyncMessage {
+            .reply(SyncReply(account: .default, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: restored),
+                             stableFrontier: VersionVector(), rejectedKeys: [], lostHubWrites: lost))
+        }
+        device.hubContext = VersionVector(["tablet": 2, "phone": 1, "hub": 1])
+        _ = device.receive(reply(lost: VersionVector()))
+        #expect(device.repairsHub)
+        _ = device.receive(reply(lost: VersionVector()))
+        guard case .push(let waiting) = device.request(from: state) else { Issue.record("not a push"); return }
+        #expect(waiting.fullStateKeys == nil, "hub:1 is beyond what the hub holds: without word of its loss the device waits")
+        _ = device.receive(reply(lost: VersionVector(["hub": 1])))
+        #expect(device.lostHubWrites == VersionVector(["hub": 1]))
+        guard case .push(let repair) = device.request(from: state) else { Issue.record("not a push"); return }
+        #expect(repair.fullStateKeys == .all, "told the hub lost hub:1, the device repairs it")
+        // The message carries it, and a reply without it reads as before.
+        let bytes = try reply(lost: VersionVector(["hub": 1, "hub~7": 3])).encoded()
+        guard case .reply(let decoded) = try SyncMessage(encoded: bytes) else { Issue.record("not a reply"); return }
+        #expect(decoded.lostHubWrites == VersionVector(["hub": 1, "hub~7": 3]))
+        #expect(try reply(lost: VersionVector()).encoded().count + 10 < bytes.count)
+    }
+
+    /// The hub names exactly the writes of its own ID a device claims beyond what it holds.
+    @Test func theHubNamesOnlyItsOwnWritesItLost() {
+        let lost = HubSyncMachine.lostWrites(of: "hub", claimed: VersionVector(["hub": 5, "hub~3": 2, "hub~9": 1, "phone": 9, "hubby": 4]),
+                                             holding: VersionVector(["hub": 5, "hub~3": 1, "phone": 2]))
+        #expect(lost == VersionVector(["hub~3": 2, "hub~9": 1]))
+    }
+
     /// A restored hub's compensating writes never reuse a dot it issued before it was
     /// restored: the first after a load goes under a new incarnation of the hub.
     @Test(arguments: [false, true])

@@ -46,6 +46,10 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     public internal(set) var repairsHub = false
     /// The last key of the repair the hub has acknowledged joining (`nil`: none yet).
     public internal(set) var repairedThrough: String?
+    /// Writes of the hub's own ID that the device knows and the hub lost
+    /// (``SyncReply/lostHubWrites``): the device counts them as seen by the hub, or it would
+    /// wait for ever to repair it.
+    public internal(set) var lostHubWrites = VersionVector()
 
     /// The largest push a device sends by default: the largest message, less room for the
     /// message's own fields.
@@ -86,7 +90,9 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         // the context the hub reported, and drop nothing the hub has not seen. Until then a
         // write the device saw replaced may still reach the hub (from its author, or from a
         // device that never saw it replaced), and the repair must come after it.
-        if repairsHub && !expectsMorePages && state.context.isDominated(by: hubContext) {
+        // Writes of the hub that it lost with its state count as seen: no one can send them
+        // to it again if no one holds them (and a device that holds one pushes it first).
+        if repairsHub && !expectsMorePages && state.context.isDominated(by: hubContext.union(lostHubWrites)) {
             let page = state.fullStatePage(after: repairedThrough, within: hubContext, maximumBytes: maximumPushBytes)
             return .push(SyncPush(account: account, device: device, delta: page.delta, basis: hubContext, fullStateKeys: page.keys))
         }
@@ -138,6 +144,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
                 stableFrontier.formUnion(reply.stableFrontier)
                 expectsMorePages = reply.moreToCome
             }
+            lostHubWrites.formUnion(reply.lostHubWrites)
             if repairsHub, let span = reply.repairedKeys, span.after == repairedThrough {
                 repairedThrough = span.through
                 repairsHub = span.through != nil
@@ -184,5 +191,6 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         expectsMorePages = false
         repairsHub = false
         repairedThrough = nil
+        lostHubWrites = VersionVector()
     }
 }

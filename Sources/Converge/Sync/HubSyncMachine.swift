@@ -51,6 +51,9 @@ public struct HubSyncMachine: Sendable {
     /// push) as one, and sends no full state to a device that knows more than it was sent
     /// or that it does not know; values whose removal it lost then come back.
     @_spi(Testing) public var _skipsRepair = false
+    /// Does not tell devices which of its own writes they know and it lost
+    /// (``SyncReply/lostHubWrites``): a device that saw one then never repairs it.
+    @_spi(Testing) public var _hidesLostWrites = false
     /// Broken on purpose, for tests: takes a push whose basis it does not hold (a hub
     /// restored from an older copy then loses writes for good).
     @_spi(Testing) public var _ignoresLostBasis = false
@@ -254,6 +257,7 @@ public struct HubSyncMachine: Sendable {
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
         }
         reply.repairedKeys = push.fullStateKeys
+        if !_hidesLostWrites { reply.lostHubWrites = Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context) }
         // A page (a reply under less than the hub's context) announces no frontier: the device
         // decides what to collect from its own siblings, and a page may leave out a live
         // sibling concurrent with a tombstone the frontier covers.
@@ -284,7 +288,18 @@ public struct HubSyncMachine: Sendable {
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account)
         let page = state.map.delta(for: believed, maximumBytes: budget)
         return SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
-                         moreToCome: !page.complete, partialKeys: page.partialKeys)
+                         moreToCome: !page.complete, partialKeys: page.partialKeys,
+                         lostHubWrites: Self.lostWrites(of: hubID.base, claimed: push.delta.context, holding: state.map.context))
+    }
+
+    /// The writes of the hub's own ID `hub` (any incarnation) that a device claims and the
+    /// hub's context `holding` does not cover (``SyncReply/lostHubWrites``).
+    static func lostWrites(of hub: ReplicaID, claimed: VersionVector, holding: VersionVector) -> VersionVector {
+        var lost = VersionVector()
+        for (replica, counter) in claimed.sortedEntries where replica.base == hub && counter > holding[replica] {
+            lost.raise(replica, to: counter)
+        }
+        return lost
     }
 
     /// Handles a request (a push or a poll) and returns the message to answer with: a

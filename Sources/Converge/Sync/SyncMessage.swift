@@ -100,11 +100,20 @@ public struct SyncReply: Hashable, Sendable {
     /// The keys of the device's repairing push (``SyncPush/fullStateKeys``) the hub joined
     /// before it answered, so the device goes on with the next keys; `nil` otherwise.
     public var repairedKeys: KeySpan?
+    /// Writes of the hub's own ID (its incarnations) that the device's push claims to have
+    /// seen and the hub does not know: it wrote them, then was restored from an older copy.
+    /// No replica can send them to it again if none holds them, so the device counts them as
+    /// seen by the hub when it decides whether the hub has seen everything it has (before it
+    /// repairs the hub, see ``DeviceSyncMachine/repairsHub``). Empty otherwise; the hub
+    /// stores nothing of it.
+    public var lostHubWrites = VersionVector()
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
     public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String],
-                keys: KeySpan = .all, moreToCome: Bool = false, partialKeys: [String] = [], repairedKeys: KeySpan? = nil) {
+                keys: KeySpan = .all, moreToCome: Bool = false, partialKeys: [String] = [], repairedKeys: KeySpan? = nil,
+                lostHubWrites: VersionVector = VersionVector()) {
         self.repairedKeys = repairedKeys
+        self.lostHubWrites = lostHubWrites
         self.account = account
         self.kind = kind
         self.delta = delta
@@ -220,8 +229,9 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeString(reply.account.rawValue)
             // Kinds 0 and 1; 2: a page of a full state, its span's bounds following; 3: a
             // page of a delta, more to come.
-            // 0x80 on the kind: the span of a repairing push the hub joined follows.
-            let repaired: UInt8 = reply.repairedKeys == nil ? 0 : 0x80
+            // 0x80 on the kind: the span of a repairing push the hub joined follows; 0x40: the
+            // hub's lost writes follow (after the span).
+            let repaired: UInt8 = (reply.repairedKeys == nil ? 0 : 0x80) | (reply.lostHubWrites.isEmpty ? 0 : 0x40)
             if reply.moreToCome {
                 writer.writeByte(3 | repaired)
             } else if reply.kind == .fullState && reply.keys != .all {
@@ -231,6 +241,7 @@ public enum SyncMessage: Hashable, Sendable {
                 writer.writeByte(reply.kind.rawValue | repaired)
             }
             if let span = reply.repairedKeys { Self.writeSpan(span, into: &writer) }
+            if !reply.lostHubWrites.isEmpty { reply.lostHubWrites.encode(into: &writer) }
             reply.delta.encode(into: &writer)
             reply.stableFrontier.encode(into: &writer)
             writer.writeVarint(UInt64(reply.rejectedKeys.count))
@@ -311,7 +322,7 @@ public enum SyncMessage: Hashable, Sendable {
             self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
         case .reply:
             let kindAndFlag = try reader.readByte()
-            let kindByte = kindAndFlag & 0x7F
+            let kindByte = kindAndFlag & 0x3F
             var kind = SyncReply.Kind.delta
             var span = KeySpan.all
             let moreToCome = kindByte == 3
@@ -328,6 +339,11 @@ public enum SyncMessage: Hashable, Sendable {
                 kind = decoded
             }
             let repairedKeys = kindAndFlag & 0x80 != 0 ? try Self.readSpan(&reader) : nil
+            let lostAt = reader.offset
+            let lostHubWrites = kindAndFlag & 0x40 != 0 ? try VersionVector(from: &reader, limits: limits) : VersionVector()
+            guard kindAndFlag & 0x40 == 0 || !lostHubWrites.isEmpty else {
+                throw .malformed(.nonCanonical, "empty lost hub writes are left out, not sent", at: lostAt)
+            }
             let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             if let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
@@ -340,7 +356,8 @@ public enum SyncMessage: Hashable, Sendable {
             for _ in 0..<count { keys.append(try reader.readString()) }
             let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
             self = .reply(SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys, keys: span,
-                                    moreToCome: moreToCome, partialKeys: partialKeys, repairedKeys: repairedKeys))
+                                    moreToCome: moreToCome, partialKeys: partialKeys, repairedKeys: repairedKeys,
+                                    lostHubWrites: lostHubWrites))
         }
         try reader.expectEnd()
     }
