@@ -55,7 +55,9 @@ let package = Package(
         .testTarget(name: "ConvergeTests", dependencies: ["Converge", "ConvergeTestSupport"]),
         .testTarget(
             name: "ConvergeSimulationTests",
-            dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim", "converge-fuzz"]
+            dependencies: ["ConvergeSimulation", "ConvergeTestSupport", "converge-sim", "converge-fuzz"],
+            // Shrunk traces of runs that found bugs, read by path (SimulationRegressionTests).
+            exclude: ["Traces"]
         ),
         .testTarget(name: "ConvergeSharedFolderTests", dependencies: ["Converge", "ConvergeSharedFolder", "ConvergeTestSupport"]),
         // Test-only: the writer the kill -9 crash test kills (not a product).

@@ -46,6 +46,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// The hub restarts from nothing after a crash, as if its durable state were lost.
     /// Caught by the no-lost-write checker (devices trusted it with writes it forgot).
     case amnesiacHub = "amnesiac-hub"
+    /// The hub ignores devices' repairs after it was restored from an older copy (and sends
+    /// no full state to a device that knows more than it was sent): values removed since the
+    /// backup come back. Caught by the reference model (a replica holds a write that one it
+    /// knows superseded) or the convergence checker.
+    case unrepairedHub = "unrepaired-hub"
     /// A full disk drops saves and reports success, so the store acknowledges writes that a
     /// crash then loses. Caught by the no-lost-write checker.
     case silentFullDisk = "silent-full-disk"
@@ -110,6 +115,9 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
         case .amnesiacHub:
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
             return options.hubCrashes == 0 ? "the hub never crashes (hubCrashes = 0)" : nil
+        case .unrepairedHub:
+            if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
+            return options.hubRestores == 0 ? "the hub is never restored from an older copy (hubRestores = 0)" : nil
         }
     }
 }
@@ -163,6 +171,8 @@ struct VariantHooks {
     private(set) var folderReadersTakeIncompleteSnapshots = false
     /// Whether the hub's pages claim its whole context (``BrokenVariant/pagesClaimWholeContext``).
     private(set) var hubPagesClaimWholeContext = false
+    /// Whether the hub ignores repairs (``BrokenVariant/unrepairedHub``).
+    private(set) var hubSkipsRepair = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -187,6 +197,7 @@ struct VariantHooks {
         case .uncheckedDamage: linkResealsDamage = true
         case .takesIncompleteSnapshots: folderReadersTakeIncompleteSnapshots = true
         case .pagesClaimWholeContext: hubPagesClaimWholeContext = true
+        case .unrepairedHub: hubSkipsRepair = true
         }
     }
 

@@ -10,7 +10,7 @@ struct MetricsCollector {
     var propagationLatencies: [Int] = []
     var conflictsResolvedByWrites = 0, lostUpdates = 0, lostUpdatesLaterInTrueTime = 0, valueRemoveConflicts = 0
     var quotaCompensations = 0, quotaViolationNotices = 0, fullStateReplies = 0, upToDateAnswers = 0
-    var partitions = 0, oneWayPartitions = 0, offlinePeriods = 0, longAbsences = 0, hubOutages = 0, hubCrashes = 0, clockJumps = 0, diskFullPeriods = 0, refusedOnFullDisk = 0
+    var partitions = 0, oneWayPartitions = 0, offlinePeriods = 0, longAbsences = 0, hubOutages = 0, hubCrashes = 0, hubRestores = 0, clockJumps = 0, diskFullPeriods = 0, refusedOnFullDisk = 0
     var damagedCopies = 0, damagedMessagesRefused = 0, damagedFilesSkipped = 0
     var crashes = 0, writesLostInCrashes = 0, accountSwitches = 0
     var lawChecks = 0, lostWrites = 0
@@ -74,7 +74,7 @@ struct MetricsCollector {
                               tombstonesCollectedByHub: collected)
         metrics.quota = .init(compensations: quotaCompensations, violationNotices: quotaViolationNotices)
         metrics.faults = .init(partitions: partitions, oneWayPartitions: oneWayPartitions, offlinePeriods: offlinePeriods,
-                               absencesPastRetirement: longAbsences, hubOutages: hubOutages, hubCrashes: hubCrashes, clockJumps: clockJumps, diskFullPeriods: diskFullPeriods,
+                               absencesPastRetirement: longAbsences, hubOutages: hubOutages, hubCrashes: hubCrashes, hubRestores: hubRestores, clockJumps: clockJumps, diskFullPeriods: diskFullPeriods,
                                refusedOnFullDisk: refusedOnFullDisk, damagedCopies: damagedCopies,
                                damagedMessagesRefused: damagedMessagesRefused, damagedFilesSkipped: damagedFilesSkipped, crashes: crashes,
                                writesLostInCrashes: writesLostInCrashes, accountSwitches: accountSwitches,

@@ -79,6 +79,11 @@ package enum PlanGenerator {
             for _ in 0..<options.hubCrashes {
                 events.append(TimedEvent(timeMs: at(), event: .hubCrash(downMs: options.hubOutageMs)))
             }
+            for _ in 0..<options.hubRestores {
+                let times = [at(), at()].sorted()
+                events.append(TimedEvent(timeMs: times[0], event: .hubBackup))
+                events.append(TimedEvent(timeMs: times[1], event: .hubRestore(downMs: options.hubOutageMs)))
+            }
         }
         // Stable: operations keep their order, faults go after operations at the same time.
         return events.enumerated().sorted { lhs, rhs in

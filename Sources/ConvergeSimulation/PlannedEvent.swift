@@ -13,6 +13,12 @@ package enum PlannedEvent: Hashable, Sendable {
     /// The hub crashes (what it held only in memory is lost) and restarts from its durable
     /// state after `downMs`.
     case hubCrash(downMs: Int)
+    /// A copy of the hub's durable state is taken (a backup), for a later ``hubRestore(downMs:)``.
+    case hubBackup
+    /// The hub loses its durable state and restarts, after `downMs`, from the last backup
+    /// (from nothing if none was taken): an older copy put back, as an operator restoring a
+    /// backup or rolling a database back does.
+    case hubRestore(downMs: Int)
     /// The device crashes (what its disk has not made durable is lost) and restarts later.
     case crash(device: Int, downMs: Int)
     /// The device switches to the second account, and back after `durationMs`.
@@ -26,7 +32,7 @@ package enum PlannedEvent: Hashable, Sendable {
 
     var isFault: Bool {
         switch self {
-        case .set, .remove, .synchronize, .read, .clock: return false
+        case .set, .remove, .synchronize, .read, .clock, .hubBackup: return false
         default: return true
         }
     }

@@ -84,12 +84,32 @@ struct ReferenceModel {
     /// without them checks everything exactly.
     private var excused: [SimulatedNetwork.Node: [AccountID: Set<WriteID>]] = [:]
     private var durable: [Int: [AccountID: Knowledge]] = [:]
+    /// What the hub knew when its last backup was taken.
+    private var hubBackup: [AccountID: Knowledge]?
+    /// What the hub has sent each device, by account: the union of its replies' contexts,
+    /// whether or not they arrived (the hub keeps the record when it answers).
+    private var hubSent: [Int: [AccountID: Knowledge]] = [:]
+    /// ``hubSent`` when the last backup was taken.
+    private var hubSentBackup: [Int: [AccountID: Knowledge]] = [:]
+    /// The hub's own writes that devices claim and the hub lost in a restore, by account
+    /// (see ``hubReceivedPush(message:from:writer:hub:entries:basis:lastCopy:)``): the hub
+    /// does not know them (its context, what it sends and the pushes it takes are without
+    /// them), but what they superseded stays superseded there.
+    private var hubLostWrites: [AccountID: Knowledge] = [:]
     private var inFlight: [Int: (account: AccountID, knowledge: Knowledge, excused: Set<WriteID>)] = [:]
 
     static func knows(_ knowledge: Knowledge, _ id: WriteID) -> Bool { knowledge[id.replica, default: 0] >= id.counter }
 
     func knowledge(of node: SimulatedNetwork.Node, in account: AccountID) -> Knowledge {
         knowledge[node]?[account] ?? [:]
+    }
+
+    /// The writes whose effects `node` must show: what it knows, and for the hub also its
+    /// own writes it lost in a restore that devices claim (``hubLostWrites``).
+    func accountedFor(by node: SimulatedNetwork.Node, in account: AccountID) -> Knowledge {
+        var known = knowledge(of: node, in: account)
+        if node == .hub, let lost = hubLostWrites[account] { Self.raise(&known, to: lost) }
+        return known
     }
 
     private static func raise(_ known: inout Knowledge, to carried: Knowledge) {
@@ -164,6 +184,67 @@ struct ReferenceModel {
     /// A copy of message `id` that brings nothing (a poll, an up-to-date answer, a copy a
     /// fault cut).
     mutating func dropped(message id: Int, lastCopy: Bool) { if lastCopy { inFlight[id] = nil } }
+
+    /// A backup of the hub was taken: what the hub knows now is what a restore gives back.
+    mutating func backedUpHub() {
+        hubBackup = knowledge[.hub] ?? [:]
+        hubSentBackup = hubSent
+    }
+
+    /// The hub lost its state and restarts from its last backup (from nothing without one):
+    /// it knows what it knew when the backup was taken, and what it learns from then on.
+    mutating func restoredHubFromBackup() {
+        knowledge[.hub] = hubBackup ?? [:]
+        hubLostWrites = [:]
+        hubSent = hubBackup == nil ? [:] : hubSentBackup
+    }
+
+    /// The hub answered device `d` with a reply under `context`.
+    mutating func hubReplied(to d: Int, account: AccountID, context: Knowledge) {
+        let known = knowledge(of: .hub, in: account)
+        var sent = hubSent[d]?[account] ?? [:]
+        for (replica, counter) in context {
+            let held = min(counter, known[replica, default: 0])
+            if held > sent[replica, default: 0] { sent[replica] = held }
+        }
+        hubSent[d, default: [:]][account] = sent
+    }
+
+    /// A push of device `d` (whose writer ID is `writer`) reaches the hub: the hub
+    /// learns what the push carries and what the device claims, as far as the hub's
+    /// documented rule believes it. A device learns others' writes only from the hub, so the
+    /// hub believes the device's claims on its own writes fully, on other
+    /// writers' only up to what it sent the device; the writes the push carries it learns in
+    /// any case (`entries`). A push computed for more than the hub holds (`basis`: a hub
+    /// restored from an older copy) is not taken at all. Before any restore the cap never
+    /// binds (what a device knows of others it was sent); after one it does.
+    ///
+    /// The hub's own writes (`hub`, any incarnation) a device claims beyond that are noted in
+    /// ``hubLostWrites``: an honest device claims more of them than it was sent only when the
+    /// hub lost them in a restore, and then the hub has taken account of them as far as
+    /// anyone can (a device that holds one pushes it; a write one of them superseded stays
+    /// superseded).
+    mutating func hubReceivedPush(message id: Int, from d: Int, writer: String, hub: String, entries: [WriteID], basis: Knowledge,
+                                  lastCopy: Bool) {
+        guard let carried = inFlight[id] else { return }
+        if lastCopy { inFlight[id] = nil }
+        var known = knowledge(of: .hub, in: carried.account)
+        guard basis.allSatisfy({ $0.value <= known[$0.key, default: 0] }) else { return }
+        let sent = hubSent[d]?[carried.account] ?? [:]
+        var believed: Knowledge = [:]
+        var lost = hubLostWrites[carried.account] ?? [:]
+        for (replica, counter) in carried.knowledge {
+            believed[replica] = replica == writer ? counter : min(counter, sent[replica, default: 0])
+            if (replica == hub || replica.hasPrefix(hub + "~")) && counter > max(believed[replica]!, known[replica, default: 0]) {
+                lost[replica] = max(lost[replica, default: 0], counter)
+            }
+        }
+        hubLostWrites[carried.account] = lost
+        for entry in entries where entry.counter > believed[entry.replica, default: 0] { believed[entry.replica] = entry.counter }
+        Self.raise(&known, to: believed)
+        knowledge[.hub, default: [:]][carried.account] = known
+        if !carried.excused.isEmpty { excused[.hub, default: [:]][carried.account, default: []].formUnion(carried.excused) }
+    }
 
     /// Device `d`'s disk made everything durable.
     mutating func flushed(device d: Int) { durable[d] = knowledge[.device(d)] ?? [:] }

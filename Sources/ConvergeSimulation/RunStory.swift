@@ -7,16 +7,18 @@
 /// The story needs the run's ``SimulationTimeline`` (``Simulation/recordTimeline()``).
 package enum RunStory {
     /// Runs `input` once, recording its timeline, and tells its story.
-    package static func tell(_ input: SimulationInput, maximumLines: Int = 120) -> (result: SimulationResult, lines: [String]) {
+    package static func tell(_ input: SimulationInput, maximumLines: Int = 120, everyMessage: Bool = false)
+        -> (result: SimulationResult, lines: [String]) {
         let simulation = Simulation(input)
         simulation.recordTimeline()
         let result = simulation.run()
-        return (result, lines(input: input, result: result, maximumLines: maximumLines))
+        return (result, lines(input: input, result: result, maximumLines: maximumLines, everyMessage: everyMessage))
     }
 
     /// The story of the run of `input` that gave `result`, at most `maximumLines` lines of
-    /// events (the end state and the violations are always told).
-    package static func lines(input: SimulationInput, result: SimulationResult, maximumLines: Int = 120) -> [String] {
+    /// events (the end state and the violations are always told); with `everyMessage`,
+    /// routine messages are told too.
+    package static func lines(input: SimulationInput, result: SimulationResult, maximumLines: Int = 120, everyMessage: Bool = false) -> [String] {
         guard let timeline = result.timeline else { return ["(the run recorded no timeline: no story to tell)"] }
         let options = result.options
         var events: [String] = []
@@ -34,7 +36,7 @@ package enum RunStory {
                 tell(timeline.moments[nextMoment].atMs, timeline.moments[nextMoment].text)
                 nextMoment += 1
             }
-            if isRoutine(message) {
+            if !everyMessage && isRoutine(message) {
                 routine += 1
             } else {
                 tell(message.sentMs, describe(message))
@@ -66,7 +68,8 @@ package enum RunStory {
     /// A message that arrived once and changed nothing (a poll, an up-to-date answer, an
     /// empty push): the background of a run.
     private static func isRoutine(_ message: SimulationTimeline.Message) -> Bool {
-        message.fate == .sent && message.arrivals.count == 1 && message.arrivals[0].delivered && !message.arrivals[0].changedReceiver
+        // A file changes its reader only when the reader next syncs: every file is told.
+        message.kind != "file" && message.fate == .sent && message.arrivals.count == 1 && message.arrivals[0].delivered && !message.arrivals[0].changedReceiver
     }
 
     /// One message in words: `d0 → hub push #2 (310 bytes): lost`.
@@ -79,7 +82,9 @@ package enum RunStory {
         case .droppedByFullQueue: return head + ": dropped, \(message.to)'s queue is full"
         case .sent:
             let arrivals = message.arrivals.map {
-                $0.delivered ? "arrives at \($0.atMs)\($0.changedReceiver ? "" : ", changes nothing")" : "reaches a cut link at \($0.atMs)"
+                if !$0.delivered { return "reaches a cut link at \($0.atMs)" }
+                if message.kind == "file" { return "arrives at \($0.atMs) (read at the reader's next sync)" }
+                return "arrives at \($0.atMs)\($0.changedReceiver ? "" : ", changes nothing")"
             }
             let copies = message.copies > 1 ? " (duplicated)" : ""
             if arrivals.isEmpty { return head + copies + ": still in flight at the end" }

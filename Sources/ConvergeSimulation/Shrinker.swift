@@ -25,6 +25,16 @@ package struct Shrinker {
         return min(max(40 * (input.plan.count + faults), adaptiveRuns.lowerBound), adaptiveRuns.upperBound)
     }
 
+    /// The checker a shrink of a run with `violations` keeps firing: the first found of the
+    /// most telling kind (a lost write before the wrong value that follows from it, and so
+    /// on), so that the shrunk run shows the failure that matters.
+    package static func kindToKeep(of violations: [Violation]) -> Violation.Kind? {
+        let order: [Violation.Kind] = [.lostWrite, .accounts, .integrity, .referenceModel, .quota, .compensation, .crdtLaws,
+                                       .convergence, .liveness, .storage, .sync, .invariants, .determinism, .replay]
+        let found = Set(violations.map(\.kind))
+        return order.first { found.contains($0) } ?? violations.first?.kind
+    }
+
     /// The smallest input found on which the checker of `kind` still fires (a shrink that
     /// wanders to another failure explains nothing about this one), and how many runs it
     /// took.

@@ -117,7 +117,7 @@ extension Simulation {
         switch event {
         case .set, .remove, .synchronize, .read:
             performOperation(event)
-        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump, .diskFull:
+        case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull:
             inject(event)
         }
     }

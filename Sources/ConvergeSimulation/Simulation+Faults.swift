@@ -21,6 +21,12 @@ extension Simulation {
             queue.schedule(.hubOutageEnd(id: id), at: now + duration)
         case .hubCrash(let down):
             crashHub(downMs: down)
+        case .hubBackup:
+            // The durable state is copied: while the hub is down, what it will restart from.
+            hubBackup = hubDurableState ?? hub.accountIDs.map { ($0, hub.encodedState(of: $0) ?? []) }
+            model.backedUpHub()
+        case .hubRestore(let down):
+            restoreHubFromBackup(downMs: down)
         case .crash(let d, let down):
             guard !devices[d].crashed else { return }
             crash(d)
@@ -71,15 +77,28 @@ extension Simulation {
         queue.schedule(.hubRestart(outage: outage), at: now + downMs)
     }
 
+    /// The hub loses its durable state: it is unreachable, and restarts after `downMs` from
+    /// the last backup (from nothing if none was taken). Devices that find it holding less
+    /// than they know repair it; the model forgets what the hub learnt since the backup.
+    func restoreHubFromBackup(downMs: Int) {
+        // A crash in progress restarts from the backup too: the durable state is gone.
+        let outage: Int? = hubDurableState == nil ? network.startHubOutage() : nil
+        metrics.hubRestores += 1
+        hubDurableState = hubBackup ?? []
+        model.restoredHubFromBackup()
+        if let outage { queue.schedule(.hubRestart(outage: outage), at: now + downMs) }
+    }
+
     /// The hub restarts: a new hub reads every account back from its durable state, and the
     /// crash's `outage` ends (none to end at the heal, which ended every outage).
     func restartHub(outage: Int?) {
         guard let durable = hubDurableState else { return }
         hubDurableState = nil
-        recordMoment("the hub restarts from its durable state")
+        recordMoment(hooks.hubRestartsEmpty ? "the hub restarts from nothing (the broken variant forgets its durable state)"
+                     : "the hub restarts from its durable state")
         var restarted = Self.makeHub(options: options, hooks: hooks, policy: input.customPolicy)
         // A restarted hub writes under incarnations no earlier one used.
-        restarted.writerIncarnation = UInt64(metrics.hubCrashes) * 1_000_000 + 1
+        restarted.writerIncarnation = UInt64(metrics.hubCrashes + metrics.hubRestores) * 1_000_000 + 1
         for (account, bytes) in durable where !hooks.hubRestartsEmpty {
             do { try restarted.restoreState(bytes, of: account) } catch {
                 violations.append(Violation(.storage, "the hub could not restart from its durable state of \(account): \(error)"))

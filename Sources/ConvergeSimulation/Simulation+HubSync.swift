@@ -12,7 +12,14 @@ extension Simulation {
         if case .push(let push) = request {
             account = push.account
             knownBefore = model.knowledge(of: .hub, in: push.account)
-            model.delivered(message: id, to: .hub, currentAccount: nil, lastCopy: lastCopy)
+            if case .device(let d) = sender {
+                let entries = push.delta.entries.values.flatMap { $0.map { Self.modelID($0.dot) } }
+                var basis = ReferenceModel.Knowledge()
+                for (replica, counter) in push.basis.sortedEntries { basis[replica.rawValue] = counter }
+                model.hubReceivedPush(message: id, from: d, writer: push.device.rawValue, hub: "hub", entries: entries, basis: basis, lastCopy: lastCopy)
+            } else {
+                model.delivered(message: id, to: .hub, currentAccount: nil, lastCopy: lastCopy)
+            }
         } else {
             model.dropped(message: id, lastCopy: lastCopy)
         }
@@ -21,8 +28,17 @@ extension Simulation {
         guard let answer = try? hub.receive(request, nowMilliseconds: UInt64(Self.baseMilliseconds + now), compensations: &compensations)
         else { return }
         metrics.quotaCompensations += compensations.count
+        for compensation in compensations {
+            let restored = compensation.restoredSiblings.map { $0.isTombstone ? "removed by \($0.dot)" : "= \($0.dot)" }.joined(separator: " | ")
+            recordMoment("the hub compensates \(compensation.key) to keep the quota: \(compensation.offending.map(\.description).joined(separator: ", ")) superseded, \(compensation.key) \(restored)")
+        }
         if let account { checkCompensations(compensations, account: account, knownBefore: knownBefore) }
         if case .reply(let reply) = answer {
+            if case .device(let d) = sender {
+                var context = ReferenceModel.Knowledge()
+                for (replica, counter) in reply.delta.context.sortedEntries { context[replica.rawValue] = counter }
+                model.hubReplied(to: d, account: reply.account, context: context)
+            }
             if reply.kind == .fullState { metrics.fullStateReplies += 1 }
             checkHubQuota(account: reply.account)
         } else {

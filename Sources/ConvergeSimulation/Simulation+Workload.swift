@@ -21,7 +21,7 @@ extension Simulation {
             guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
             metrics.reads += 1
             if let value = devices[d].store.value(forKey: keyName(key)) { digest.update(value.encoded()) }
-        case .partition, .offline, .hubOutage, .hubCrash, .crash, .switchAccount, .clock, .clockJump, .diskFull:
+        case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull:
             preconditionFailure("not an operation: \(operation)")
         }
     }

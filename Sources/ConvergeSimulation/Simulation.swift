@@ -41,6 +41,8 @@ public final class Simulation {
     var network: SimulatedNetwork
     /// While the hub is down after a crash: each account's durable state, to restart from.
     var hubDurableState: [(account: AccountID, bytes: [UInt8])]?
+    /// The hub's last backup: each account's durable state when it was taken.
+    var hubBackup: [(account: AccountID, bytes: [UInt8])]?
     /// The shared folder of the folder topology (empty in the others).
     let folder = SimulatedFolder()
     /// The folder's files the network is carrying, by message: the file it delivers.
@@ -119,6 +121,7 @@ public final class Simulation {
         hub._collectsBeforeStable = hooks.hubCollectsBeforeStable
         hub._revertsKeysEndingIn3 = hooks.hubRevertsKeysEndingIn3
         hub._pagesClaimWholeContext = hooks.hubPagesClaimWholeContext
+        hub._skipsRepair = hooks.hubSkipsRepair
         return hub
     }
 

@@ -227,6 +227,8 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var hubOutages = 0
         /// Hub crashes, each followed by a restart from the hub's durable state.
         public var hubCrashes = 0
+        /// Hub restores from an older copy (a backup).
+        public var hubRestores = 0
         /// Jumps of a device's clock, backwards or forwards.
         public var clockJumps = 0
         /// Periods a device's disk was full.

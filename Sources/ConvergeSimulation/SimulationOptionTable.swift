@@ -254,6 +254,8 @@ package enum SimulationOptionTable {
                  "largest shared-folder file a device writes; larger snapshots are written in parts (folder topology)"),
         .integer("hubMessageBytes", \.hubMessageBytes, in: 256...16_777_216, default: 16_777_216,
                  "largest request a device sends the hub and reply the hub makes; larger ones travel in pages (hub topology)"),
+        .integer("hubRestores", \.hubRestores, in: 0...10_000, default: 0,
+                 "hub restores: a backup is taken, later the hub loses its state and restarts from that older copy (hub topology)"),
     ]
 
     /// The option called `name`, or `nil`.

@@ -71,6 +71,9 @@ public struct SimulationOptions: Hashable, Sendable {
     /// Hub crashes: the hub is down for `hubOutageMs`, loses what it held in memory (its
     /// connections and the messages on them), and restarts from its durable state.
     public package(set) var hubCrashes = 0
+    /// Hub restores: a backup of the hub's durable state is taken, and later the hub loses its
+    /// state and restarts from that older copy after `hubOutageMs`.
+    public package(set) var hubRestores = 0
     /// Device crashes, in which what the disk has not made durable is lost.
     public package(set) var crashes = 0
     /// How long a crashed device stays down.

@@ -137,12 +137,12 @@ extension Simulation {
         } else {
             switch try? SyncMessage(encoded: bytes) {
             case .push(let push)?:
-                kind = push.fullStateKeys == nil ? "push" : "repair"
-                carries = Self.describe(push.delta, account: push.account)
+                kind = "push"
+                carries = Self.describe(push.delta, account: push.account, as: push.fullStateKeys == nil ? nil : "repairs the hub")
             case .poll?: kind = "poll"
             case .reply(let reply)?:
-                kind = reply.kind == .fullState ? "full state" : "reply"
-                carries = Self.describe(reply.delta, account: reply.account)
+                kind = "reply"
+                carries = Self.describe(reply.delta, account: reply.account, as: reply.kind == .fullState ? "full state" : nil)
             case .upToDate?: kind = "up-to-date"
             case .gossip(let gossip)?:
                 kind = "gossip"
@@ -171,16 +171,17 @@ extension Simulation {
         timeline!.messages[index].arrivals.append(SimulationTimeline.Arrival(atMs: now, delivered: delivered))
     }
 
-    /// The writes a delta carries, in words: at most four keys, then how many more.
-    static func describe(_ delta: ReplicatedMap.Delta, account: AccountID) -> String? {
-        guard !delta.entries.isEmpty else { return nil }
+    /// The writes a delta carries, in words: at most four keys, then how many more; `role`
+    /// first if the message has one (a full state, a repair).
+    static func describe(_ delta: ReplicatedMap.Delta, account: AccountID, as role: String? = nil) -> String? {
+        guard !delta.entries.isEmpty else { return role }
         let keys = delta.entries.keys.sortedByUTF8()
         var told = keys.prefix(4).map { key in
             let siblings = delta.entries[key] ?? []
             return "\(key) " + siblings.map { $0.isTombstone ? "removed by \($0.dot)" : "= \($0.dot)" }.joined(separator: " | ")
         }
         if keys.count > 4 { told.append("\(keys.count - 4) more key\(keys.count == 5 ? "" : "s")") }
-        return (account == .default ? "" : "in \(account.rawValue): ") + told.joined(separator: ", ")
+        return (role.map { "\($0): " } ?? "") + (account == .default ? "" : "in \(account.rawValue): ") + told.joined(separator: ", ")
     }
 
     /// Records a moment, if a timeline is being recorded; returns its index.
@@ -196,6 +197,7 @@ extension Simulation {
     func recordPlanned(_ event: PlannedEvent) -> (() -> Void)? {
         guard timeline != nil else { return nil }
         let writesBefore = ledger.writes.count
+        let refusedBefore = metrics.writesRefused
         let index = timeline!.moments.count
         timeline!.moments.append(SimulationTimeline.Moment(atMs: now, text: Self.describe(event, keyName: keyName)))
         switch event {
@@ -205,8 +207,10 @@ extension Simulation {
                     timeline!.moments[index].text += ": the device is down"
                 } else if ledger.writes.count > writesBefore, let write = ledger.writes.last {
                     timeline!.moments[index].text += " as \(write.dot)"
-                } else {
+                } else if metrics.writesRefused > refusedBefore {
                     timeline!.moments[index].text += ": refused"
+                } else {
+                    timeline!.moments[index].text += ": accepted, but the store made no write"
                 }
             }
         default:
@@ -226,6 +230,8 @@ extension Simulation {
         case .offline(let d, let ms): "d\(d) goes offline for \(ms) ms"
         case .hubOutage(let ms): "the hub is unreachable for \(ms) ms"
         case .hubCrash(let ms): "the hub crashes, down \(ms) ms"
+        case .hubBackup: "the hub's state is backed up"
+        case .hubRestore(let ms): "the hub loses its state, down \(ms) ms, to restart from the backup"
         case .crash(let d, let ms): "d\(d) crashes, down \(ms) ms"
         case .switchAccount(let d, let ms): "d\(d) switches to the second account for \(ms) ms"
         case .clock(let d, let offset, let drift): "d\(d)'s clock is \(offset) ms off, drifting \(drift) ppm"
@@ -260,11 +266,13 @@ extension Simulation {
     }
 
     /// What a message may change at `node`, to tell whether it changed anything: each
-    /// account's context and key count.
+    /// account's context and key count (an account that holds nothing, as the hub's record
+    /// of a device's first empty push, counts as none).
     func stateSignature(of node: Node) -> [String] {
         switch node {
         case .hub:
-            return hub.accountIDs.map { "\($0.rawValue) \(hub.state(of: $0).context) \(hub.state(of: $0).entries.count)" }.sortedByUTF8()
+            return hub.accountIDs.filter { !hub.state(of: $0).context.isEmpty }
+                .map { "\($0.rawValue) \(hub.state(of: $0).context) \(hub.state(of: $0).entries.count)" }.sortedByUTF8()
         case .device(let d):
             let state = devices[d].store.replicatedState
             return ["\(devices[d].store.account.rawValue) \(state.context) \(state.entries.count)"]

@@ -217,12 +217,16 @@ package enum SpaceTimeDiagram {
                     band(.hub, from: at, lasting: duration, color: "#cfd8dc", title: "hub outage at \(at) ms for \(duration) ms", into: &svg)
                 case .hubCrash(let down):
                     band(.hub, from: at, lasting: down, color: "#ef9a9a", title: "hub crashed at \(at) ms, restarted from its durable state after \(down) ms", into: &svg)
+                case .hubRestore(let down):
+                    band(.hub, from: at, lasting: down, color: "#e57373", title: "hub lost its state at \(at) ms, restarted from its last backup after \(down) ms", into: &svg)
                 case .diskFull(let d, let duration):
                     band(.device(d), from: at, lasting: duration, color: "#bcaaa4", title: "device \(d)'s disk full at \(at) ms for \(duration) ms", into: &svg)
                 case .switchAccount(let d, let duration):
                     band(.device(d), from: at, lasting: duration, color: "#ce93d8", title: "device \(d) on another account at \(at) ms for \(duration) ms", into: &svg)
                 case .clockJump(let d, let by):
                     svg.add(##"<text x="\##(format(x(at) - 4))" y="\##(format(y(.device(d)) - 12))" font-size="12">⏱<title>device \##(d)'s clock jumped by \##(by) ms at \##(at) ms</title></text>"##)
+                case .hubBackup:
+                    svg.add(##"<text x="\##(format(x(at) - 4))" y="\##(format(y(.hub) - 12))" font-size="12">⎘<title>the hub's state backed up at \##(at) ms</title></text>"##)
                 case .set, .remove, .synchronize, .read, .clock:
                     break
                 }
@@ -234,7 +238,7 @@ package enum SpaceTimeDiagram {
                 let color = Self.colors[message.kind] ?? "#000000"
                 let from = (x(message.sentMs), y(message.from))
                 let target = y(message.to)
-                let description = "message \(message.id >= 0 ? "\(message.id)" : "(not sent)"): \(message.kind), \(message.bytes) bytes, \(Self.name(message.from)) → \(Self.name(message.to)), sent at \(message.sentMs) ms"
+                let description = "message \(message.link)\(message.id >= 0 ? "" : " (not sent)"): \(message.kind), \(message.bytes) bytes, \(Self.name(message.from)) → \(Self.name(message.to)), sent at \(message.sentMs) ms"
                 switch message.fate {
                 case .lost, .droppedByFault, .droppedByFullQueue:
                     // A stub toward the receiver, ending in a cross.

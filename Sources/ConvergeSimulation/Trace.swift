@@ -175,6 +175,8 @@ struct TraceLine: Codable {
         case .offline(let d, let duration): type = "offline"; device = d; durationMs = duration
         case .hubOutage(let duration): type = "hubOutage"; durationMs = duration
         case .hubCrash(let down): type = "hubCrash"; downMs = down
+        case .hubBackup: type = "hubBackup"
+        case .hubRestore(let down): type = "hubRestore"; downMs = down
         case .crash(let d, let down): type = "crash"; device = d; downMs = down
         case .switchAccount(let d, let duration): type = "switchAccount"; device = d; durationMs = duration
         case .clock(let d, let offset, let drift): type = "clock"; device = d; offsetMs = offset; driftPpm = drift
@@ -209,6 +211,8 @@ struct TraceLine: Codable {
         case "offline": event = .offline(device: try required(device, "device", devices), durationMs: try required(durationMs, "durationMs"))
         case "hubOutage": event = .hubOutage(durationMs: try required(durationMs, "durationMs"))
         case "hubCrash": event = .hubCrash(downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
+        case "hubBackup": event = .hubBackup
+        case "hubRestore": event = .hubRestore(downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
         case "crash": event = .crash(device: try required(device, "device", devices), downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
         case "switchAccount":
             event = .switchAccount(device: try required(device, "device", devices), durationMs: try required(durationMs, "durationMs"))

@@ -9,12 +9,16 @@ enum ReplayCommand: Subcommand {
         var path: String?
         var json = false
         var story = false
+        var everyMessage = false
     }
 
     static let flags: [Flag<Arguments>] = [
         Flag(name: "--json", value: nil, help: "the report as one JSON object") { arguments, _ in arguments.json = true },
         Flag(name: "--story", value: nil, help: "after the report, tell the run as a story (writes, lost messages, end state)") {
             arguments, _ in arguments.story = true
+        },
+        Flag(name: "--every-message", value: nil, help: "with --story: tell every message, and every line, not only those that changed something") {
+            arguments, _ in arguments.everyMessage = true
         },
     ]
 
@@ -44,7 +48,8 @@ enum ReplayCommand: Subcommand {
         printLine(arguments.json ? Report.jsonLine(result, reproduce: reproduce) : Report.text(result, reproduce: reproduce, fullOptions: true))
         if !arguments.json, trace.recordedDigest == result.digest { printLine("  replay matches the recorded digest") }
         if arguments.story && !arguments.json {
-            for line in RunStory.tell(trace.input).lines { printLine(line) }
+            let (_, story) = RunStory.tell(trace.input, maximumLines: arguments.everyMessage ? .max : 120, everyMessage: arguments.everyMessage)
+            for line in story { printLine(line) }
         }
         return result.passed ? 0 : 1
     }

@@ -21,7 +21,8 @@ enum ShrinkCommand: Subcommand {
         \(synopsis)
 
         Reduces a failing trace (operations, faults and network decisions) to a small trace
-        that still fails the same checker, writes it, and tells the shrunk run as a story:
+        that still fails the most telling of its checkers (a lost write before the wrong
+        value that follows from it), writes it, and tells the shrunk run as a story:
         who wrote what, which messages were lost, what each replica holds at the end.
         The number of runs it may try grows with the trace (40 per event and network
         fault, 3,000 to 30,000).
@@ -42,7 +43,7 @@ enum ShrinkCommand: Subcommand {
             return 0
         }
         let events = trace.input.plan.count
-        let kind = original.violations[0].kind
+        let kind = Shrinker.kindToKeep(of: original.violations) ?? original.violations[0].kind
         let (shrunk, runs) = Shrinker().shrink(trace.input, keepingFailure: kind)
         let (result, story) = RunStory.tell(shrunk)
         let destination = arguments.output ?? (path.hasSuffix(".jsonl") ? String(path.dropLast(6)) : path) + ".shrunk.jsonl"

@@ -221,6 +221,27 @@ struct SimulationCheckerTests {
                               alsoAllowed: [.liveness, .referenceModel, .convergence], "full disk dropping saves")
     }
 
+    /// The hub restored three times from an older copy (a backup taken earlier, or nothing),
+    /// under a small quota so that some compensations are lost with it.
+    static let hubRestores = SmallScenarios.make("small-hub-restores") {
+        try $0.set(\.hubRestores, to: 3)
+        try $0.set(\.hubOutageMs, to: 300)
+        try $0.set(\.removeWeight, to: 15)
+        try $0.set(\.keys, to: 12)
+        try $0.set(\.quotaKeys, to: 6)
+        try $0.set(\.quotaTotalBytes, to: 400)
+    }
+
+    @Test func theRealHubIsRepairedAfterARestoreFromAnOlderCopy() {
+        let runs = SmallScenarios.violations(Self.hubRestores, checkDeterminism: true)
+        for (seed, violations) in runs.enumerated() { #expect(violations.isEmpty, "seed \(seed): \(violations)") }
+    }
+
+    @Test func referenceModelCatchesAHubThatIsNotRepairedAfterARestore() {
+        Self.expectCaughtOnly(SmallScenarios.violations(Self.hubRestores, variant: .unrepairedHub), by: [.referenceModel],
+                              alsoAllowed: [.liveness, .convergence, .lostWrite], "hub not repaired after a restore")
+    }
+
     @Test func lostWriteCheckerCatchesAHubThatRestartsFromNothing() {
         Self.expectCaughtOnly(SmallScenarios.violations(Self.hubCrashes, variant: .amnesiacHub, seeds: 0..<4), by: [.lostWrite],
                               alsoAllowed: [.liveness, .referenceModel, .compensation, .convergence], "hub restarting from nothing")
@@ -296,6 +317,9 @@ struct SimulationCheckerTests {
         #expect(BrokenVariant.readsPastGaps.inertReason(in: mesh) == "no device reads files in the mesh topology")
         #expect(BrokenVariant.readsPastGaps.inertReason(in: try SmallScenarios.folder.resolved(seed: 0)) == nil)
         #expect(BrokenVariant.amnesiacHub.inertReason(in: try SmallScenarios.plain.resolved(seed: 0)) == "the hub never crashes (hubCrashes = 0)")
+        #expect(BrokenVariant.unrepairedHub.inertReason(in: try SmallScenarios.plain.resolved(seed: 0))
+                == "the hub is never restored from an older copy (hubRestores = 0)")
+        #expect(BrokenVariant.unrepairedHub.inertReason(in: try Self.hubRestores.resolved(seed: 0)) == nil)
     }
 
     @Test func invariantsAreCheckedAfterEveryStepInDebugBuildsOnly() throws {

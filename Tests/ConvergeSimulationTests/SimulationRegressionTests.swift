@@ -22,6 +22,24 @@ struct SimulationRegressionTests {
         }
     }
 
+    /// A hub restored from an older copy (`Simulations/hub-restore.json`), as the shrunk run
+    /// of its seed 10 tells it: the hub compensated a write (hub:1, a removal) and every
+    /// device saw it; the hub was restored from nothing and lost hub:1; the devices pushed
+    /// their whole states, and a value one of them had replaced (d1:3 of k8, replaced by
+    /// d3:3) came back beside its replacement. The devices that saw hub:1 waited for ever to
+    /// repair the hub, since it never knew everything they knew, until the hub named the
+    /// writes of its own it lost (``SyncReply/lostHubWrites``). With the hub's reply
+    /// `lostHubWrites` left empty, this run fails the reference model and liveness (I ran it).
+    @Test func aDeviceThatSawACompensationTheRestoredHubLostRepairsIt() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/hub-restore-lost-compensation.jsonl")
+        let trace = try ParsedTrace(text: String(contentsOf: url, encoding: .utf8))
+        let result = Simulation(trace.input).run()
+        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        #expect(result.metrics.faults.hubRestores == 1)
+        // The whole seeds of the scenario as well.
+        try Self.expectPasses(Self.catalogue("hub-restore"), seeds: [0, 10], "hub-restore")
+    }
+
     /// `converge-sim run Simulations/quota-pressure.json --policy multi-value --seed 16` ended
     /// with the hub over the quota: its compensating write restored all siblings as one array.
     @Test func aCompensationUnderMultiValueKeepsTheHubWithinTheQuota() throws {

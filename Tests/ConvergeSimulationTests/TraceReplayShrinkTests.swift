@@ -14,7 +14,7 @@ struct TraceReplayShrinkTests {
     }
 
     @Test(arguments: [SmallScenarios.plain, SmallScenarios.crashy, SmallScenarios.mesh, SmallScenarios.quotaPressure, SmallScenarios.folder,
-                      SimulationCheckerTests.hubCrashes, SimulationCheckerTests.clockJumps,
+                      SimulationCheckerTests.hubCrashes, SimulationCheckerTests.hubRestores, SimulationCheckerTests.clockJumps,
                       SimulationCheckerTests.diskFull])
     func replayingATraceReproducesTheReport(scenario: Scenario) throws {
         let input = try SimulationInput(scenario: scenario, seed: 3)
