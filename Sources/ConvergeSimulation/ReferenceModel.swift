@@ -80,8 +80,11 @@ struct ReferenceModel {
     /// ``sent(message:from:account:cap:)``) carries its sender's state under the page's cap,
     /// where a write the sender superseded by one beyond the cap is simply absent. A key
     /// whose superseding write lies beyond the cap comes whole in a later page, so until
-    /// then the receiver may hold the old write or not. Only pages make excuses; a run
-    /// without them checks everything exactly.
+    /// then the receiver may hold the old write or not. An excuse travels on: a replica
+    /// excused for a write passes on what it holds, so whoever learns from it before the
+    /// superseding write arrives may miss the write too (a device's page to the hub, then
+    /// the hub's answer to another device). Only pages make excuses; a run without them
+    /// checks everything exactly.
     private var excused: [SimulatedNetwork.Node: [AccountID: Set<WriteID>]] = [:]
     private var durable: [Int: [AccountID: Knowledge]] = [:]
     /// What the hub knew when its last backup was taken.
@@ -116,9 +119,19 @@ struct ReferenceModel {
         for (replica, counter) in carried where counter > known[replica, default: 0] { known[replica] = counter }
     }
 
-    /// Whether `node` may hold `id`, or not, without knowing what superseded it (see ``excused``).
+    /// Whether `node` may hold `id`, or not, without knowing what superseded it (see ``excused``):
+    /// only while a write that superseded it still counts (one lost in a crash supersedes
+    /// nothing, and `id` is then owed as any current write is).
     func isExcused(_ id: WriteID, at node: SimulatedNetwork.Node, in account: AccountID) -> Bool {
-        excused[node]?[account]?.contains(id) ?? false
+        guard excused[node]?[account]?.contains(id) ?? false else { return false }
+        return isSuperseded(id, in: account)
+    }
+
+    /// Whether a write of `account` that counts saw `id`, of the same key.
+    private func isSuperseded(_ id: WriteID, in account: AccountID) -> Bool {
+        let indices = writesByAccount[account] ?? []
+        let keys = Set(indices.filter { writes[$0].id == id && !writes[$0].forgotten }.map { writes[$0].key })
+        return indices.contains { keys.contains(writes[$0].key) && !writes[$0].forgotten && Self.knows(writes[$0].past, id) }
     }
 
     // MARK: Observations
@@ -152,13 +165,16 @@ struct ReferenceModel {
     /// page of a change too large for one message, what it knows up to the page's `cap`
     /// (the page claims to carry each writer's writes up to a number, and the receiver is
     /// then checked against that claim: a page that claims more than it carries shows as a
-    /// lost write, one that carries more shows as a write the receiver cannot know).
+    /// lost write, one that carries more shows as a write the receiver cannot know). The
+    /// sender's own excuses (see ``excused``) go with what it carries.
     mutating func sent(message id: Int, from node: SimulatedNetwork.Node, account: AccountID, cap: Knowledge? = nil) {
         let known = knowledge(of: node, in: account)
         var carried = known
-        var superseded: Set<WriteID> = []
         if let cap {
             for (replica, counter) in carried { carried[replica] = min(counter, cap[replica, default: 0]) }
+        }
+        var superseded = (excused[node]?[account] ?? []).filter { Self.knows(carried, $0) }
+        if let cap {
             // The writes under the cap that the sender knows were superseded: seen by another
             // write of their key that it knows (a write's past never holds the write itself).
             let indices = (writesByAccount[account] ?? []).filter { !writes[$0].forgotten && Self.knows(known, writes[$0].id) }

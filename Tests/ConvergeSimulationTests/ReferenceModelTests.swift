@@ -1,0 +1,50 @@
+import Converge
+@testable import ConvergeSimulation
+import Testing
+
+/// The reference model's own rules, on observations written out by hand.
+@Suite("The reference model")
+struct ReferenceModelTests {
+    typealias WriteID = ReferenceModel.WriteID
+
+    /// The case of `changesSentInPagesConverge` (seed 2 once device pushes honoured the
+    /// simulator's 300-byte messages), reduced: d0 writes k15 (d0:1), then k27 (d0:2), then
+    /// removes k15 (d0:3). Its page capped at d0:2 holds k27 only (k15's sibling lies beyond
+    /// the cap), so the hub may lack d0:1, and so may d1, which the hub answers in one whole
+    /// reply before the removal arrives: the excuse travels with what the hub sends.
+    static func pagedThenForwarded() -> ReferenceModel {
+        var model = ReferenceModel()
+        let writes: [(String, UInt64, Value?)] = [("k15", 1, .string("first")), ("k27", 2, .string("other")), ("k15", 3, nil)]
+        for (index, (key, counter, value)) in writes.enumerated() {
+            let problem = model.recordWrite(by: .device(0), account: .default, key: key, id: WriteID(replica: "d0", counter: counter),
+                                            stamp: ReferenceModel.Stamp(wall: counter, logical: 0), value: value, ledgerIndex: index)
+            #expect(problem == nil)
+        }
+        model.sent(message: 1, from: .device(0), account: .default, cap: ["d0": 2])
+        model.delivered(message: 1, to: .hub, currentAccount: nil, lastCopy: true)
+        model.sent(message: 2, from: .hub, account: .default)
+        model.delivered(message: 2, to: .device(1), currentAccount: .default, lastCopy: true)
+        return model
+    }
+
+    @Test func anExcuseMadeByAPageTravelsWithWhatItsReceiverSendsOn() {
+        let model = Self.pagedThenForwarded()
+        let replaced = WriteID(replica: "d0", counter: 1)
+        #expect(model.knowledge(of: .device(1), in: .default) == ["d0": 2])
+        // Without the excuse d1 would owe d0:1: it knows it, and not the removal.
+        #expect(model.expected(in: .default, knowing: model.knowledge(of: .device(1), in: .default))["k15"]?.map(\.id) == [replaced])
+        #expect(model.isExcused(replaced, at: .hub, in: .default))
+        #expect(model.isExcused(replaced, at: .device(1), in: .default))
+        // Only a write its sender saw replaced is excused.
+        #expect(!model.isExcused(WriteID(replica: "d0", counter: 2), at: .device(1), in: .default))
+        #expect(!model.isExcused(replaced, at: .device(2), in: .default))
+    }
+
+    /// A write whose superseder was lost in a crash is owed again, excused or not.
+    @Test func anExcuseEndsWhenTheWriteThatSupersededItIsForgotten() {
+        var model = Self.pagedThenForwarded()
+        model.forget(ledgerIndex: 2)
+        #expect(!model.isExcused(WriteID(replica: "d0", counter: 1), at: .hub, in: .default))
+        #expect(!model.isExcused(WriteID(replica: "d0", counter: 1), at: .device(1), in: .default))
+    }
+}
