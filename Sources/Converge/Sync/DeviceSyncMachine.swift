@@ -76,6 +76,11 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// reach the hub after the device returned from a later retirement, and stand for a
     /// full state it never joined.
     ///
+    /// - Parameter maximumPushBytes: The largest push to make (a transport's or a proxy's
+    ///   limit, ``ReplicatedKeyValueStore/maximumHubRequestBytes``): larger changes go in
+    ///   pages, one per request (``SyncPush/moreToCome``). Between pages the hub, and every
+    ///   device it answers, may lack a write the device replaced by one in a later page
+    ///   (see ``ReplicatedMap/delta(for:maximumBytes:)``); never one the device still holds.
     /// - Complexity: O(*n*) in the siblings of `state` for a push, O(*r*) in the replicas
     ///   of the context for a poll.
     public mutating func request(from state: ReplicatedMap, maximumPushBytes: Int = defaultMaximumPushBytes) -> SyncMessage {
@@ -100,10 +105,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
             return .poll(SyncPoll(account: account, device: device,
                                   digest: SyncPoll.digest(context: hubContext, stableFrontier: stableFrontier)))
         }
-        // Not `maximumPushBytes`: with device pushes cut to the simulator's small messages,
-        // its lost-write checker flags a run (SimulationCheckerTests.changesSentInPagesConverge),
-        // not investigated yet; pushes are cut at the largest message only.
-        let push = push(from: state)
+        let push = push(from: state, maximumBytes: maximumPushBytes)
         // A device that starts from nothing the hub reported sends its whole state; in one
         // message the hub joins it as one (dropping what the device has seen and no longer
         // has), in pages it must be followed by a repair (see ``repairsHub``).
