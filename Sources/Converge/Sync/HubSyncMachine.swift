@@ -289,7 +289,8 @@ public struct HubSyncMachine: Sendable {
         let page = state.map.delta(for: believed, maximumBytes: budget)
         return SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
                          moreToCome: !page.complete, partialKeys: page.partialKeys,
-                         lostHubWrites: Self.lostWrites(of: hubID.base, claimed: push.delta.context, holding: state.map.context))
+                         lostHubWrites: _hidesLostWrites ? VersionVector()
+                             : Self.lostWrites(of: hubID.base, claimed: push.delta.context, holding: state.map.context))
     }
 
     /// The writes of the hub's own ID `hub` (any incarnation) that a device claims and the
