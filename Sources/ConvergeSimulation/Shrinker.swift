@@ -109,11 +109,13 @@ package struct Shrinker {
     }
 
     /// `input` with every planned time and every recorded delay rounded down to a multiple
-    /// of `step` (rounding down keeps the plan in time order).
+    /// of `step` (rounding down keeps the plan in time order), delays never below the
+    /// run's minimum latency (a latency the network never draws would make another run).
     static func rounded(_ input: SimulationInput, toMultiplesOf step: Int) -> SimulationInput {
         var rounded = input
+        let least = input.options.minLatencyMs
         rounded.plan = input.plan.map { TimedEvent(timeMs: $0.timeMs / step * step, event: $0.event) }
-        rounded.recordedFates = input.recordedFates?.mapValues { NetworkFate(delaysMs: $0.delaysMs.map { $0 / step * step }) }
+        rounded.recordedFates = input.recordedFates?.mapValues { NetworkFate(delaysMs: $0.delaysMs.map { max(least, $0 / step * step) }) }
         return rounded
     }
 

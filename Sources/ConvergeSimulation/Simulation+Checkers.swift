@@ -44,7 +44,7 @@ extension Simulation {
                 reference[account] = (device.id.rawValue, state, values)
                 continue
             }
-            if state != expected.state && !(metrics.hubRestores > 0 && Self.differOnlyInWritesTheHubLost(state, hub: expected.state)) {
+            if state != expected.state && !(hubWasRestored && Self.differOnlyInWritesTheHubLost(state, reference: expected.state)) {
                 return "\(device.id) on \(account) differs from \(expected.name): \(state.entries.count) keys with context \(state.context), against \(expected.state.entries.count) keys with context \(expected.state.context)"
             }
             if values != expected.values {
@@ -63,8 +63,8 @@ extension Simulation {
     /// claiming them), so it learns them again only from their writer, which may never push
     /// again (the hub's own lost incarnations never do). Whether any of them was a write
     /// that must still be visible is the model's to say, at the end (no lost write).
-    static func differOnlyInWritesTheHubLost(_ state: ReplicatedMap, hub: ReplicatedMap) -> Bool {
-        state.entries == hub.entries && hub.context.isDominated(by: state.context)
+    static func differOnlyInWritesTheHubLost(_ state: ReplicatedMap, reference: ReplicatedMap) -> Bool {
+        state.entries == reference.entries && reference.context.isDominated(by: state.context)
     }
 
     static func visibleValues(of state: ReplicatedMap, policy: MergePolicy) -> [String: Value] {

@@ -16,7 +16,7 @@ extension Simulation {
                 let entries = push.delta.entries.values.flatMap { $0.map { Self.modelID($0.dot) } }
                 var basis = ReferenceModel.Knowledge()
                 for (replica, counter) in push.basis.sortedEntries { basis[replica.rawValue] = counter }
-                model.hubReceivedPush(message: id, from: d, writer: push.device.rawValue, hub: "hub", entries: entries, basis: basis, lastCopy: lastCopy)
+                model.hubReceivedPush(message: id, from: d, writer: push.device.rawValue, hub: hub.hubID.base.rawValue, entries: entries, basis: basis, lastCopy: lastCopy)
             } else {
                 model.delivered(message: id, to: .hub, currentAccount: nil, lastCopy: lastCopy)
             }

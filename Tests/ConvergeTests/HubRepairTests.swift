@@ -103,6 +103,43 @@ struct HubRepairTests {
         #expect(try reply(lost: VersionVector()).encoded().count + 10 < bytes.count)
     }
 
+    /// A write the hub lost and named lost to one device may still be held by another: when
+    /// that one brings it back, the first, which saw it replaced and repaired the hub
+    /// without it, gets a full state and repairs again. (A review found it: without the
+    /// full state, the hub and the laptop kept the hub's old value beside the tablet's.)
+    @Test func aLostWriteOfTheHubBroughtBackByAnotherDeviceIsRepairedAgain() throws {
+        var hub = HubSyncMachine(hubID: "hub", quota: Quota(maximumKeyCount: 5, maximumTotalValueBytes: 30, maximumValueBytes: 100,
+                                                            maximumKeyBytes: 64))
+        let phone = ReplicatedKeyValueStore(replicaID: "phone")
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet")
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop")
+        var now = SystemClock().nowMilliseconds()
+        try phone.setValue(.string("x"), forKey: "a")
+        try Self.exchange(phone, with: &hub, at: now)
+        let backup = hub
+        for store in [tablet, laptop] { try Self.exchange(store, with: &hub, at: now) }
+        // Too large for the hub's quota: the hub re-issues the phone's value as hub:1.
+        try tablet.setValue(.string(String(repeating: "y", count: 40)), forKey: "a")
+        for store in [tablet, laptop] { try Self.exchange(store, with: &hub, at: now) }
+        #expect(laptop.siblings(forKey: "a").map(\.dot.description) == ["hub:1"])
+        // The tablet replaces hub:1; the laptop goes away holding it; the hub is restored.
+        try tablet.setValue(.string("z"), forKey: "a")
+        hub = try backup.reloadedFromStorage(incarnationsFrom: 2)
+        for _ in 0..<6 {
+            now += 1
+            try Self.exchange(tablet, with: &hub, at: now)
+        }
+        #expect(hub.state(of: .default).siblings(forKey: "a").map(\.dot.description) == ["tablet:2"], "the tablet repaired the hub")
+        for _ in 0..<6 {
+            now += 1
+            for store in [laptop, tablet, phone] { try Self.exchange(store, with: &hub, at: now) }
+        }
+        for (name, siblings) in [("hub", hub.state(of: .default).siblings(forKey: "a")), ("laptop", laptop.siblings(forKey: "a")),
+                                 ("tablet", tablet.siblings(forKey: "a")), ("phone", phone.siblings(forKey: "a"))] {
+            #expect(siblings.map(\.dot.description) == ["tablet:2"], "\(name)")
+        }
+    }
+
     /// The hub names exactly the writes of its own ID a device claims beyond what it holds.
     @Test func theHubNamesOnlyItsOwnWritesItLost() {
         let lost = HubSyncMachine.lostWrites(of: "hub", claimed: VersionVector(["hub": 5, "hub~3": 2, "hub~9": 1, "phone": 9, "hubby": 4]),

@@ -141,6 +141,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
                 expectsMorePages = true
                 repairsHub = true
                 repairedThrough = nil
+                lostHubWrites = VersionVector()
             } else {
                 hubContext.formUnion(reply.delta.context)
                 stableFrontier.formUnion(reply.stableFrontier)

@@ -205,6 +205,12 @@ public struct HubSyncMachine: Sendable {
         // Whether the push dropped siblings the hub held and brought nothing new to their
         // keys: devices that hold those siblings would never learn it from a delta.
         var droppedOnly = false
+        // A write of the hub's own that it lost in a restore, brought back by a device that
+        // still holds it: another device may have seen it replaced, been told it was lost
+        // (``SyncReply/lostHubWrites``) and repaired already, and would never drop it now.
+        let bringsBackALostWrite = !_skipsRepair && push.delta.entries.values.contains { siblings in
+            siblings.contains { $0.dot.replica.base == hubID.base && !state.map.context.contains($0.dot) }
+        }
         if let span = push.fullStateKeys {
             droppedOnly = !_skipsRepair && repair(&state, with: push.delta, keys: span)
         } else {
@@ -219,9 +225,10 @@ public struct HubSyncMachine: Sendable {
                 droppedOnly = true
             }
         }
-        if droppedOnly && !_skipsRepair {
+        if (droppedOnly || bringsBackALostWrite) && !_skipsRepair {
             // Only a device that learnt from a hub that is lost knows more than the hub of
-            // what is gone: the other devices get a full state (again, if one was on its way).
+            // what is gone: the other devices get a full state (again, if one was on its way),
+            // and repair the hub again after it (dropping a lost write they saw replaced).
             for member in state.members.keys where member != push.device { state.awaitingFullState[member] = Returning() }
         }
         compensations += made
@@ -235,7 +242,9 @@ public struct HubSyncMachine: Sendable {
         state.members[push.device] = member
         state.members[push.device]!.lastSeenMilliseconds = nowMilliseconds
         let frontier = collect(&state)
-        let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account)
+        let lost = _hidesLostWrites ? VersionVector() : Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context)
+        let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account,
+                                      lostHubWrites: lost)
         var reply: SyncReply
         // A full state goes in answer to a whole push: its pages are computed within the
         // context the push shows the device holds, and a page of the device's changes shows
@@ -257,7 +266,7 @@ public struct HubSyncMachine: Sendable {
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
         }
         reply.repairedKeys = push.fullStateKeys
-        if !_hidesLostWrites { reply.lostHubWrites = Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context) }
+        reply.lostHubWrites = lost
         // A page (a reply under less than the hub's context) announces no frontier: the device
         // decides what to collect from its own siblings, and a page may leave out a live
         // sibling concurrent with a tombstone the frontier covers.
@@ -358,9 +367,11 @@ public struct HubSyncMachine: Sendable {
 
     /// The bytes left for a reply's delta in `maximumBytes`, once its other fields (the
     /// frontier, the rejected keys, the account, the header) are counted.
-    static func deltaBudget(_ maximumBytes: Int, frontier: VersionVector, rejectedKeys: [String], account: AccountID) -> Int {
+    static func deltaBudget(_ maximumBytes: Int, frontier: VersionVector, rejectedKeys: [String], account: AccountID,
+                            lostHubWrites: VersionVector = VersionVector()) -> Int {
         var writer = BinaryWriter()
         frontier.encode(into: &writer)
+        if !lostHubWrites.isEmpty { lostHubWrites.encode(into: &writer) }
         writer.writeString(account.rawValue)
         for key in rejectedKeys { writer.writeString(key) }
         return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - writer.bytes.count - 32)
