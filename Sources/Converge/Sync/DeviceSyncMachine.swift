@@ -76,11 +76,13 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// reach the hub after the device returned from a later retirement, and stand for a
     /// full state it never joined.
     ///
-    /// - Parameter maximumPushBytes: The largest push to make (a transport's or a proxy's
-    ///   limit, ``ReplicatedKeyValueStore/maximumHubRequestBytes``): larger changes go in
-    ///   pages, one per request (``SyncPush/moreToCome``). Between pages the hub, and every
-    ///   device it answers, may lack a write the device replaced by one in a later page
-    ///   (see ``ReplicatedMap/delta(for:maximumBytes:)``); never one the device still holds.
+    /// - Parameters:
+    ///   - state: The device's state.
+    ///   - maximumPushBytes: The largest push to make (a transport's or a proxy's limit,
+    ///     ``ReplicatedKeyValueStore/maximumHubRequestBytes``): larger changes go in pages,
+    ///     one per request (``SyncPush/moreToCome``). Between pages the hub, and every device
+    ///     it answers, may lack a write the device replaced by one in a later page (see
+    ///     ``ReplicatedMap/delta(for:maximumBytes:)``); never one the device still holds.
     /// - Complexity: O(*n*) in the siblings of `state` for a push, O(*r*) in the replicas
     ///   of the context for a poll.
     public mutating func request(from state: ReplicatedMap, maximumPushBytes: Int = defaultMaximumPushBytes) -> SyncMessage {
