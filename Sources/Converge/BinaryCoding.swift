@@ -34,6 +34,9 @@ package struct BinaryWriter: Sendable {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// Appends `content` as it is, with no length: an encoding written before.
+    package mutating func writeRaw(_ content: [UInt8]) { bytes.append(contentsOf: content) }
+
     package mutating func writeBytes<C: Collection>(_ content: C) where C.Element == UInt8 {
         writeVarint(UInt64(content.count))
         bytes.append(contentsOf: content)

@@ -86,7 +86,7 @@ extension ReplicatedKeyValueStore.State {
         var entries = map.entries
         for key in Set(unacknowledged.map(\.key)) {
             entries[key] = entries[key]!.map { sibling in
-                renamed[sibling.dot].map { Sibling(dot: $0, timestamp: sibling.timestamp, value: sibling.value) } ?? sibling
+                renamed[sibling.dot].map(sibling.restamped) ?? sibling
             }.sorted { $0.dot < $1.dot }
         }
         var counters: [ReplicaID: UInt64] = [:]

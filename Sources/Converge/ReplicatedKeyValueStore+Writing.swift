@@ -142,11 +142,10 @@ extension ReplicatedKeyValueStore.State {
         case .change(let change): keys = change.entries.keys.sortedByUTF8()
         case .replaceAll(let stored): keys = Set(map.entries.keys).union(stored.map.entries.keys).sortedByUTF8()
         }
-        var before: [String: Value] = [:]
-        for key in keys { before[key] = map.visibleValue(forKey: key, policy: policies.policy(forKey: key)) }
+        let before = map
         install(update)
         let reason: ChangeReason = account == previousAccount ? .serverChange : .accountChange
-        return ReplicatedKeyValueStore.outcome(changedKeys: keys, before: { before[$0] }, after: map, policies: policies,
+        return ReplicatedKeyValueStore.outcome(changedKeys: keys, before: { before.siblings(forKey: $0) }, after: map, policies: policies,
                                                reason: reason, reportingConflicts: reason != .accountChange)
     }
 }

@@ -344,22 +344,21 @@ public final class ReplicatedKeyValueStore: Sendable {
 
     /// The external change and conflicts a merge produced.
     static func outcome(changedKeys: [String], before: ReplicatedMap, after: ReplicatedMap, policies: MergePolicies, reason: ChangeReason) -> MergeOutcome {
-        outcome(changedKeys: changedKeys, before: { before.visibleValue(forKey: $0, policy: policies.policy(forKey: $0)) },
-                after: after, policies: policies, reason: reason)
+        outcome(changedKeys: changedKeys, before: { before.siblings(forKey: $0) }, after: after, policies: policies, reason: reason)
     }
 
-    /// The external change and conflicts a change produced, given the visible values before.
-    static func outcome(changedKeys: [String], before: (String) -> Value?, after: ReplicatedMap, policies: MergePolicies,
+    /// The external change and conflicts a change produced, given each key's siblings before.
+    static func outcome(changedKeys: [String], before: (String) -> [Sibling], after: ReplicatedMap, policies: MergePolicies,
                         reason: ChangeReason, reportingConflicts: Bool = true) -> MergeOutcome {
         var outcome = MergeOutcome()
         var conflicts: [StoreEvent] = []
         for key in changedKeys {
             let policy = policies.policy(forKey: key)
-            let new = after.visibleValue(forKey: key, policy: policy)
-            if before(key) != new { outcome.visibleChanges.append(key) }
             let siblings = after.siblings(forKey: key)
+            if ReplicatedMap.visibleValuesDiffer(before(key), siblings, policy: policy) { outcome.visibleChanges.append(key) }
             if reportingConflicts && siblings.count > 1 {
-                conflicts.append(.conflict(Conflict(key: key, siblings: siblings, winner: new)))
+                let winner = ReplicatedMap.visibleValue(of: siblings, policy: policy)
+                conflicts.append(.conflict(Conflict(key: key, siblings: siblings, winner: winner)))
             }
         }
         if !outcome.visibleChanges.isEmpty {

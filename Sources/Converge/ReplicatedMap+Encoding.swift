@@ -80,12 +80,7 @@ extension ReplicatedMap.Delta {
                 writer.writeVarint(UInt64(position))
                 writer.writeVarint(sibling.dot.counter)
                 sibling.timestamp.encode(into: &writer)
-                if let value = sibling.value {
-                    writer.writeByte(1)
-                    value.encode(into: &writer)
-                } else {
-                    writer.writeByte(0)
-                }
+                sibling.encodeValue(into: &writer)
             }
         }
     }
@@ -136,15 +131,8 @@ extension ReplicatedMap.Delta {
                     throw .malformed(.notCovered, "dot \(replica.replica):\(counter) not covered by the context", at: siblingAt)
                 }
                 let timestamp = try HybridTimestamp(from: &reader, at: siblingAt)
-                let value: Value?
-                switch try reader.readByte() {
-                case 0: value = nil
-                case 1: value = try Value(from: &reader)
-                case let flag: throw .malformed(.unknownTag, "unknown sibling flag \(flag)", at: siblingAt)
-                }
-                let sibling = Sibling(dot: Dot(replica: replica.replica, counter: counter),
-                                      timestamp: timestamp,
-                                      value: value)
+                let sibling = try Sibling(dot: Dot(replica: replica.replica, counter: counter), timestamp: timestamp,
+                                          payloadFrom: &reader, at: siblingAt)
                 if let last = siblings.last, !(last.dot < sibling.dot) {
                     throw .malformed(.nonCanonical, "siblings not in strictly increasing dot order", at: siblingAt)
                 }

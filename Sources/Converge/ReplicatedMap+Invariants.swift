@@ -52,9 +52,9 @@ extension ReplicatedMap {
             if let clock, sibling.timestamp > clock {
                 return "the clock \(clock) is behind \(sibling.dot) of \"\(key)\" (\(sibling.timestamp))"
             }
-            if let value = sibling.value {
+            if !sibling.isTombstone {
                 isLive = true
-                live.valueBytes += value.encodedSize
+                live.valueBytes += sibling.valueSizeBytes
             }
         }
         if isLive { live.keyCount += 1 }

@@ -92,6 +92,17 @@ public struct ReplicatedMap: Hashable, Sendable {
         return Self.visibleValue(of: siblings, policy: policy)
     }
 
+    /// Whether a read under `policy` returns different values for `before` and `after`,
+    /// two sets of siblings of one key; a value kept encoded is decoded only when several
+    /// siblings leave the answer to the policy.
+    static func visibleValuesDiffer(_ before: [Sibling], _ after: [Sibling], policy: MergePolicy) -> Bool {
+        if before == after { return false }
+        let (liveBefore, liveAfter) = (before.contains { !$0.isTombstone }, after.contains { !$0.isTombstone })
+        guard liveBefore, liveAfter else { return liveBefore != liveAfter }
+        if before.count == 1, after.count == 1 { return !before[0].holdsTheSameValue(as: after[0]) }
+        return visibleValue(of: before, policy: policy) != visibleValue(of: after, policy: policy)
+    }
+
     static func visibleValue(of siblings: [Sibling], policy: MergePolicy) -> Value? {
         if siblings.count == 1 { return siblings[0].value }
         guard siblings.contains(where: { !$0.isTombstone }) else { return nil }
@@ -145,7 +156,7 @@ public struct ReplicatedMap: Hashable, Sendable {
         for sibling in siblings {
             let dot = Dot(replica: replica, counter: context[replica] + 1)
             context.advance(dot)
-            reissued.append(Sibling(dot: dot, timestamp: sibling.timestamp, value: sibling.value))
+            reissued.append(sibling.restamped(dot))
         }
         replaceSiblings(forKey: key, old: entries[key] ?? [], new: reissued)
         return reissued

@@ -148,10 +148,29 @@ extension Value {
 
     /// Reads one canonically encoded value from `reader`.
     package init(from reader: inout BinaryReader) throws(ConvergeError) {
-        self = try Self.decode(from: &reader, depth: 0)
+        self = try Self.decode(from: &reader, depth: 0, keep: true)
     }
 
-    private static func decode(from reader: inout BinaryReader, depth: Int) throws(ConvergeError) -> Value {
+    /// Checks the array or dictionary at `reader` as decoding would, without building it,
+    /// and returns its encoding if it takes at least `threshold` bytes (moving past it);
+    /// returns `nil`, leaving `reader` where it was, for a smaller value or any other kind.
+    ///
+    /// - Throws: What decoding the value would throw.
+    package static func checkedEncoding(from reader: inout BinaryReader, ifAtLeast threshold: Int) throws(ConvergeError) -> [UInt8]? {
+        let start = reader.offset
+        guard start < reader.bytes.count,
+              reader.bytes[start] == Tag.array.rawValue || reader.bytes[start] == Tag.dictionary.rawValue,
+              reader.remaining >= threshold else { return nil }
+        var scan = reader
+        _ = try decode(from: &scan, depth: 0, keep: false)
+        guard scan.offset - start >= threshold else { return nil }
+        reader = scan
+        return Array(reader.bytes[start..<scan.offset])
+    }
+
+    /// Reads one value; without `keep`, only checks it (arrays and dictionaries come back
+    /// empty), so that checking costs no memory per element.
+    private static func decode(from reader: inout BinaryReader, depth: Int, keep: Bool) throws(ConvergeError) -> Value {
         let start = reader.offset
         let byte = try reader.readByte()
         guard let tag = Tag(rawValue: byte) else { throw .malformed(.unknownTag, "unknown value tag \(byte)", at: start) }
@@ -178,14 +197,18 @@ extension Value {
             guard depth < maximumNestingDepth else { throw .invalidValue(.tooDeep(limit: maximumNestingDepth)) }
             let count = try reader.readCount(limit: maximumEncodedBytes)
             var elements: [Value] = []
-            elements.reserveCapacity(count)
-            for _ in 0..<count { elements.append(try decode(from: &reader, depth: depth + 1)) }
+            if keep { elements.reserveCapacity(count) }
+            for _ in 0..<count {
+                let element = try decode(from: &reader, depth: depth + 1, keep: keep)
+                if keep { elements.append(element) }
+            }
             return .array(elements)
         case .dictionary:
             guard depth < maximumNestingDepth else { throw .invalidValue(.tooDeep(limit: maximumNestingDepth)) }
             let count = try reader.readCount(limit: maximumEncodedBytes, minimumElementBytes: 2)
             var members: [String: Value] = [:]
-            members.reserveCapacity(count)
+            var seenKeys: Set<String> = []
+            if keep { members.reserveCapacity(count) }
             var previousKey: String?
             for _ in 0..<count {
                 let keyOffset = reader.offset
@@ -193,8 +216,10 @@ extension Value {
                 if let previousKey, !previousKey.precedesInUTF8Order(key) {
                     throw .malformed(.nonCanonical, "dictionary keys not in strictly increasing byte order", at: keyOffset)
                 }
-                guard members[key] == nil else { throw .malformed(.nonCanonical, "duplicate dictionary key", at: keyOffset) }
-                members[key] = try decode(from: &reader, depth: depth + 1)
+                // Keys in byte order can still repeat as Swift strings: two spellings of one text.
+                guard keep ? members[key] == nil : seenKeys.insert(key).inserted else { throw .malformed(.nonCanonical, "duplicate dictionary key", at: keyOffset) }
+                let member = try decode(from: &reader, depth: depth + 1, keep: keep)
+                if keep { members[key] = member }
                 previousKey = key
             }
             return .dictionary(members)

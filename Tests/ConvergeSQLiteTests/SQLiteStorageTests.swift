@@ -217,4 +217,24 @@ struct SQLiteStorageTests {
         if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { #expect(path.hasPrefix(xdg)) }
         #expect(storageFailure { try SQLiteStorage.defaultPath(forName: "../escape") }?.kind == .invalidName)
     }
+
+    @Test func aLargeArrayIsStoredAndLoadedInItsEncodingAndReadsBackEqual() throws {
+        let path = temporaryFolder().appendingPathComponent("store.sqlite").path
+        let quota = Quota(maximumKeyCount: 10, maximumTotalValueBytes: 1_000_000, maximumValueBytes: 1_000_000, maximumKeyBytes: 64)
+        let bools = Value.array((0..<100_000).map { .bool($0.isMultiple(of: 2)) })
+        do {
+            let store = try ReplicatedKeyValueStore(replicaID: "peer", storage: SQLiteStorage(path: path), quota: quota)
+            try store.setValue(bools, forKey: "big")
+            try store.setValue("x", forKey: "mine")
+        }
+        // Reopened, the array is loaded as bytes (memory follows its encoding, not its
+        // 100,000 elements), reads back equal, and counts its encoded size.
+        let store = try ReplicatedKeyValueStore(replicaID: "peer", storage: SQLiteStorage(path: path), quota: quota)
+        #expect(store.siblings(forKey: "big").map(\.keepsValueEncoded) == [true])
+        #expect(store.siblings(forKey: "mine").map(\.keepsValueEncoded) == [false])
+        #expect(store.value(forKey: "big") == bools)
+        #expect(store.siblings(forKey: "big")[0].valueSizeBytes == bools.encodedSize)
+        try store.setValue(.array([.bool(true)]), forKey: "big")
+        #expect(store.value(forKey: "big") == .array([.bool(true)]))
+    }
 }
