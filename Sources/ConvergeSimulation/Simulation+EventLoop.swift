@@ -91,10 +91,16 @@ extension Simulation {
         case .diskFullEnd(let d):
             devices[d].disk.isFull = false
         case .accountBack(let d):
-            if devices[d].store.account != .default && !devices[d].crashed {
-                recordMoment("\(devices[d].id) switches back to the default account")
-                switchAccount(d, to: .default)
+            guard devices[d].store.account != .default else { break }
+            // A device that is down, or whose full disk would refuse the switch, switches
+            // back once it can: skipping it would leave the device in the second account for
+            // good. The heal restarts every device and empties every disk.
+            guard !devices[d].crashed, !devices[d].disk.isFull else {
+                queue.schedule(.accountBack(device: d), at: now + options.syncIntervalMs)
+                break
             }
+            recordMoment("\(devices[d].id) switches back to the default account")
+            switchAccount(d, to: .default)
         case .heal:
             heal()
         case .livenessCheck:

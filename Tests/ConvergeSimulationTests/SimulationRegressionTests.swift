@@ -66,4 +66,23 @@ struct SimulationRegressionTests {
             try $0.set(\.loss, to: 0.3)
         }, seeds: [0, 1], "retired-device with a lossy quiet tail")
     }
+
+    /// A device that was down when its account switch ended stayed in the second account for
+    /// good: the simulator skipped its switch back and never tried again (seen in a shrunk
+    /// hub-restore story). It now switches back once it is up.
+    @Test func aDeviceDownWhenItsAccountSwitchEndsSwitchesBackOnceItIsUp() throws {
+        var input = try SimulationInput(scenario: SmallScenarios.plain, seed: 1)
+        input.plan = [
+            TimedEvent(timeMs: 10, event: .set(device: 0, key: 0, valueBytes: 8)),
+            TimedEvent(timeMs: 20, event: .switchAccount(device: 0, durationMs: 1_000)),
+            TimedEvent(timeMs: 30, event: .set(device: 0, key: 1, valueBytes: 8)),
+            // Down from before the switch back (at 1,020) until after it.
+            TimedEvent(timeMs: 900, event: .crash(device: 0, downMs: 400)),
+            TimedEvent(timeMs: 1_500, event: .set(device: 1, key: 2, valueBytes: 8)),
+            TimedEvent(timeMs: 1_600, event: .synchronize(device: 0)),
+        ]
+        let result = Simulation(input).run()
+        #expect(result.metrics.faults.accountSwitches == 2, "switched \(result.metrics.faults.accountSwitches) times, not there and back")
+        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+    }
 }
