@@ -8,6 +8,18 @@ enum MemoryBenchmarks {
     enum Holder: String, CaseIterable {
         case store
         case dictionary
+        /// A store that took a peer's array of KEYS booleans from its encoding (a sync).
+        case receivedArray = "received-array"
+        /// The same encoding held as `[String: Data]`.
+        case arrayBytes = "array-bytes"
+    }
+
+    /// A peer's state holding one array of `elements` booleans, encoded as it travels.
+    static func peerArray(elements: Int) -> [UInt8] {
+        var map = ReplicatedMap()
+        map.write(.array(Array(repeating: .bool(true), count: elements)), forKey: "big", replica: "peer",
+                  timestamp: HybridTimestamp(wallMilliseconds: 1_700_000_000_000, logical: 0))
+        return map.encoded()
     }
 
     /// The content at `keys` keys: iCloud-sized (1 MB of values over 1,024 keys) up to
@@ -39,6 +51,8 @@ enum MemoryBenchmarks {
             blackHole((warm, dictionary))
         }
         var contentBytes = 0
+        // The received bytes exist before either holder is built (the message of a sync).
+        let received = [.receivedArray, .arrayBytes].contains(holder) ? peerArray(elements: keys) : []
         let before = Measure.residentBytes() ?? 0
         let held: Any
         switch holder {
@@ -60,9 +74,18 @@ enum MemoryBenchmarks {
             }
             precondition(dictionary.count == keys)
             held = dictionary
+        case .receivedArray:
+            let store = StoreBenchmarks.emptyStore()
+            try! store.merge(try! ReplicatedMap.Delta(encoded: received))
+            precondition(store.usage.keyCount == 1)
+            contentBytes = received.count
+            held = store
+        case .arrayBytes:
+            held = ["big": Data(received)]
+            contentBytes = received.count
         }
         let after = Measure.residentBytes() ?? 0
-        blackHole(held)
+        blackHole((held, received))
         print(contentBytes, after - before)
     }
 
@@ -82,16 +105,24 @@ enum MemoryBenchmarks {
     }
 
     /// memory.N: the median over probes of each holder's resident growth, and their ratio.
-    static func compare(keys: Int, name: String) -> BenchmarkResult {
+    /// With `received`, the store took one peer's array of `keys` booleans from bytes, and
+    /// the baseline holds those bytes (memory.peer-array).
+    static func compare(keys: Int, name: String, received: Bool = false) -> BenchmarkResult {
         var store: [Double] = [], dictionary: [Double] = [], content = 0.0
+        let (storeHolder, baselineHolder): (Holder, Holder) = received ? (.receivedArray, .arrayBytes) : (.store, .dictionary)
         for _ in 0..<Measure.repetitions {
-            let s = runProbe(.store, keys: keys), d = runProbe(.dictionary, keys: keys)
+            let s = runProbe(storeHolder, keys: keys), d = runProbe(baselineHolder, keys: keys)
             precondition(s.content == d.content, "the two holders were given different content")
             store.append(s.resident)
             dictionary.append(d.resident)
             content = s.content
         }
         let storeBytes = store.sorted()[store.count / 2], dictionaryBytes = dictionary.sorted()[dictionary.count / 2]
+        if received {
+            return BenchmarkResult(name: name, figures: [
+                ("elements", Double(keys)), ("encoded_bytes", content), ("store_bytes", storeBytes), ("bytes_as_data", dictionaryBytes),
+            ], ratio: storeBytes / dictionaryBytes, atMost: 1.3)
+        }
         return BenchmarkResult(name: name, figures: [
             ("keys", Double(keys)), ("content_bytes", content), ("store_bytes", storeBytes), ("dictionary_bytes", dictionaryBytes),
             ("store_bytes_per_key", storeBytes / Double(keys)), ("dictionary_bytes_per_key", dictionaryBytes / Double(keys)),

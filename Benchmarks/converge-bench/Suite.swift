@@ -35,6 +35,9 @@ enum BenchmarkSuite {
         Benchmark(name: "simulation.sweep", group: "sweep", run: SimulationBenchmarks.sweep),
         Benchmark(name: "memory.1024", group: "memory") { MemoryBenchmarks.compare(keys: 1_024, name: "memory.1024") },
         Benchmark(name: "memory.100k", group: "memory") { MemoryBenchmarks.compare(keys: 100_000, name: "memory.100k") },
+        Benchmark(name: "memory.peer-array", group: "memory") {
+            MemoryBenchmarks.compare(keys: 16_000_000, name: "memory.peer-array", received: true)
+        },
         Benchmark(name: "merge.delta", group: "merge", run: MergeBenchmarks.deltaApply),
         Benchmark(name: "merge.join", group: "merge", run: MergeBenchmarks.join),
         Benchmark(name: "sync.entry", group: "sync", run: SyncBenchmarks.bytesPerChangedEntry),
