@@ -199,6 +199,12 @@ extension Value {
             var elements: [Value] = []
             if keep { elements.reserveCapacity(count) }
             for _ in 0..<count {
+                // Checking only, a Boolean is one byte with nothing to check.
+                if !keep, reader.offset < reader.bytes.count,
+                   reader.bytes[reader.offset] == Tag.trueBool.rawValue || reader.bytes[reader.offset] == Tag.falseBool.rawValue {
+                    _ = try reader.readByte()
+                    continue
+                }
                 let element = try decode(from: &reader, depth: depth + 1, keep: keep)
                 if keep { elements.append(element) }
             }
