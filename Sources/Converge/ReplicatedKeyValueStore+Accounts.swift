@@ -23,7 +23,7 @@ extension ReplicatedKeyValueStore {
             let oldAccount = state.account
             guard oldAccount != newAccount else { return WritePlan(result: ()) }
             var metadata = state.metadata
-            metadata[Self.accountCacheKey(oldAccount)] = state.map.encoded()
+            metadata[Self.accountCacheKey(oldAccount)] = state.forgetfulAccountSwitch ? nil : state.map.encoded()
             var next = try metadata.removeValue(forKey: Self.accountCacheKey(newAccount)).map { bytes throws(ConvergeError) in
                 try ReplicatedMap(encoded: bytes)
             } ?? ReplicatedMap()
@@ -60,6 +60,13 @@ extension ReplicatedKeyValueStore {
                                                            metadata: [Self.currentAccountKey: recorded])),
                              result: ())
         }
+    }
+
+    /// What this store keeps aside of `account`, another account than its own: its state
+    /// when it last switched away from it, or `nil` if it keeps none. For the simulator's
+    /// checks (a hub's copy of an account no device is on, after the hub lost writes).
+    package func keptAsideState(of account: AccountID) -> ReplicatedMap? {
+        state.withLock { $0.metadata[Self.accountCacheKey(account)] }.flatMap { try? ReplicatedMap(encoded: $0) }
     }
 
     static let currentAccountKey = "account"

@@ -14,6 +14,13 @@ extension ReplicatedKeyValueStore {
         set { state.withLock { $0.brokenAccountSwitch = newValue } }
     }
 
+    /// Switching away from an account keeps nothing of it aside: what the hub lacks of it is
+    /// gone (the device would download the rest again when it comes back).
+    @_spi(Testing) public var _accountSwitchForgetsOldData: Bool {
+        get { state.withLock { $0.forgetfulAccountSwitch } }
+        set { state.withLock { $0.forgetfulAccountSwitch = newValue } }
+    }
+
     /// Switching to an account keeps the old account's data too, merged into the new one's.
     @_spi(Testing) public var _accountSwitchKeepsOldData: Bool {
         get { state.withLock { $0.leakyAccountSwitch } }

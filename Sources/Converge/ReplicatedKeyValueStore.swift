@@ -58,6 +58,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         var brokenRemoves = false
         var brokenAccountSwitch = false
         var leakyAccountSwitch = false
+        var forgetfulAccountSwitch = false
         var brokenSoftQuota = false
         var brokenJoin = false
     }

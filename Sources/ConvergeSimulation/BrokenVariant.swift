@@ -57,6 +57,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// Switching account keeps the old account's data, merged into the new one's. Caught by
     /// the account checker.
     case leakyAccountSwitch = "leaky-account-switch"
+    /// Switching away from an account keeps nothing of it aside (the device would download
+    /// it again on its return), so what the hub lost of it in a restore is gone for good.
+    /// Caught by the reference model at the end of a run with a hub restore, which checks
+    /// the hub's copy of an account no device is on joined with what devices keep aside.
+    case forgetfulAccountSwitch = "forgetful-account-switch"
     /// A store over the soft quota (mesh, folder) accepts writes that grow usage. Caught by
     /// the quota checker.
     case growsOverSoftQuota = "grows-over-soft-quota"
@@ -98,6 +103,8 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
         case .readsPastGaps:
             return options.topology == .folder ? nil : "no device reads files in the \(options.topology.rawValue) topology"
         case .leakyAccountSwitch:
+            return options.accountSwitches == 0 ? "no device switches account (accountSwitches = 0)" : nil
+        case .forgetfulAccountSwitch:
             return options.accountSwitches == 0 ? "no device switches account (accountSwitches = 0)" : nil
         case .growsOverSoftQuota:
             return options.topology == .hub ? "the quota is not soft in the hub topology (the hub compensates)" : nil
@@ -161,6 +168,8 @@ struct VariantHooks {
     private(set) var diskDropsSavesWhenFull = false
     /// Whether switching account keeps the old account's data (``BrokenVariant/leakyAccountSwitch``).
     private(set) var accountSwitchKeepsOldData = false
+    /// Whether switching account keeps nothing aside (``BrokenVariant/forgetfulAccountSwitch``).
+    private(set) var accountSwitchForgetsOldData = false
     /// Whether a store over the soft quota accepts growth (``BrokenVariant/growsOverSoftQuota``).
     private(set) var storesGrowWhileOverQuota = false
     /// Whether damaged messages and files arrive with a checksum that matches them
@@ -193,6 +202,7 @@ struct VariantHooks {
         case .amnesiacHub: hubRestartsEmpty = true
         case .silentFullDisk: diskDropsSavesWhenFull = true
         case .leakyAccountSwitch: accountSwitchKeepsOldData = true
+        case .forgetfulAccountSwitch: accountSwitchForgetsOldData = true
         case .growsOverSoftQuota: storesGrowWhileOverQuota = true
         case .uncheckedDamage: linkResealsDamage = true
         case .takesIncompleteSnapshots: folderReadersTakeIncompleteSnapshots = true

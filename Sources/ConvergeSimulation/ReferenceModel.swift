@@ -115,6 +115,14 @@ struct ReferenceModel {
         return known
     }
 
+    /// What `node` accounts for together with what `others` know in `account`: a hub's
+    /// copy of an account joined with what devices keep aside of it.
+    func accountedFor(by node: SimulatedNetwork.Node, with others: [SimulatedNetwork.Node], in account: AccountID) -> Knowledge {
+        var known = accountedFor(by: node, in: account)
+        for other in others { Self.raise(&known, to: knowledge(of: other, in: account)) }
+        return known
+    }
+
     private static func raise(_ known: inout Knowledge, to carried: Knowledge) {
         for (replica, counter) in carried where counter > known[replica, default: 0] { known[replica] = counter }
     }

@@ -21,6 +21,7 @@ struct SimulatedDevice {
     var removesAreNoOps = false
     var accountSwitchDropsOwnOnlyKeys = false
     var accountSwitchKeepsOldData = false
+    var accountSwitchForgetsOldData = false
     var growsWhileOverQuota = false
     var joinKeepsOwnSiblings = false
     /// The union of the default account's contexts this device has held.
@@ -68,6 +69,7 @@ struct SimulatedDevice {
         if removesAreNoOps { store._removesAreNoOps = true }
         if accountSwitchDropsOwnOnlyKeys { store._accountSwitchDropsOwnOnlyKeys = true }
         if accountSwitchKeepsOldData { store._accountSwitchKeepsOldData = true }
+        if accountSwitchForgetsOldData { store._accountSwitchForgetsOldData = true }
         if growsWhileOverQuota { store._growsWhileOverQuota = true }
         if joinKeepsOwnSiblings { store._joinKeepsOwnSiblings = true }
     }

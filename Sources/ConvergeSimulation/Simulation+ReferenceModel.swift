@@ -101,14 +101,17 @@ extension Simulation {
     /// converged run, once every page and what superseded its writes have arrived, nothing
     /// is excused, except in an account no device is on (the devices that visited it may
     /// have left between pages, and nothing heals it).
+    ///
+    /// `keptAsideBy` are devices whose kept-aside copy of `account` was joined into `state`:
+    /// what they know counts as known.
     func modelDifferences(of node: Node, in account: AccountID, state: ReplicatedMap, values: [String: Value]?,
-                          excusingPages: Bool = true) -> (violations: [Violation], lost: Int) {
+                          excusingPages: Bool = true, keptAsideBy: [Node] = []) -> (violations: [Violation], lost: Int) {
         let name: String
         switch node {
         case .hub: name = "the hub"
         case .device(let d): name = devices[d].id.rawValue
         }
-        let known = model.accountedFor(by: node, in: account)
+        let known = model.accountedFor(by: node, with: keptAsideBy, in: account)
         let expected = model.expected(in: account, knowing: known)
         func excused(_ sibling: ReferenceModel.Expected) -> Bool { excusingPages && model.isExcused(sibling.id, at: node, in: account) }
         let keys = Set(expected.keys).union(state.entries.keys).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
@@ -184,21 +187,38 @@ extension Simulation {
 
     /// Every replica against the model at the end, whether or not the run converged: the
     /// first finding of each kind, saying which.
+    ///
+    /// After a hub restore, the hub's copy of an account no device is on may lack writes the
+    /// hub lost, which the devices that visited it keep aside and push when they come back
+    /// (nothing else can repair it); that copy is checked joined with what every device
+    /// keeps aside of the account, which is what the hub will hold once they have visited.
     func checkEveryReplicaAgainstModel() {
-        var found: [(node: Node, account: AccountID, state: ReplicatedMap, values: [String: Value]?)] = []
+        var found: [(node: Node, account: AccountID, state: ReplicatedMap, values: [String: Value]?, keptAsideBy: [Node])] = []
+        let synced = Set(devices.map(\.store.account))
         if options.topology == .hub {
-            for account in hub.accountIDs { found.append((.hub, account, hub.state(of: account), nil)) }
+            for account in hub.accountIDs {
+                var state = hub.state(of: account)
+                var keptAsideBy: [Node] = []
+                if hubWasRestored && !synced.contains(account) {
+                    for device in devices {
+                        guard let aside = device.store.keptAsideState(of: account) else { continue }
+                        state.join(aside)
+                        keptAsideBy.append(.device(device.index))
+                    }
+                }
+                found.append((.hub, account, state, nil, keptAsideBy))
+            }
         }
         for device in devices {
-            found.append((.device(device.index), device.store.account, device.store.replicatedState, device.store.values))
+            found.append((.device(device.index), device.store.account, device.store.replicatedState, device.store.values, []))
         }
         let converged = livenessMs != nil ? "the run converged" : "the run did not converge"
-        let synced = Set(devices.map(\.store.account))
         var lost = 0
         var first: [Violation.Kind: Violation] = [:]
         for replica in found {
             let differences = modelDifferences(of: replica.node, in: replica.account, state: replica.state, values: replica.values,
-                                               excusingPages: livenessMs == nil || !synced.contains(replica.account))
+                                               excusingPages: livenessMs == nil || !synced.contains(replica.account),
+                                               keptAsideBy: replica.keptAsideBy)
             lost += differences.lost
             for violation in differences.violations where first[violation.kind] == nil { first[violation.kind] = violation }
         }

@@ -102,6 +102,7 @@ public final class Simulation {
             device.accountSwitchDropsOwnOnlyKeys = hooks.accountSwitchDropsOwnOnlyKeys
             device.disk.dropsSavesWhenFull = hooks.diskDropsSavesWhenFull
             device.accountSwitchKeepsOldData = hooks.accountSwitchKeepsOldData
+            device.accountSwitchForgetsOldData = hooks.accountSwitchForgetsOldData
             device.growsWhileOverQuota = hooks.storesGrowWhileOverQuota
             device.joinKeepsOwnSiblings = hooks.storesJoinKeepingOwnSiblings
             device.breakStore()

@@ -85,4 +85,23 @@ struct SimulationRegressionTests {
         #expect(result.metrics.faults.accountSwitches == 2, "switched \(result.metrics.faults.accountSwitches) times, not there and back")
         #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
     }
+
+    /// Seed 207 of `Simulations/hub-restore.json`, shrunk: d3 removed k8 in the second
+    /// account (d3:3), the hub acknowledged it and was then restored from a backup taken
+    /// before, and d3 went back to the default account. At the end no device is on the
+    /// second account, so nothing can repair the hub's copy of it, which holds d3:1 again;
+    /// the removal is not lost: d3 keeps the account aside and pushes it when it returns.
+    /// The end check joins the hub's copy of such an account with what devices keep aside
+    /// (it used to flag this run); a device that keeps nothing aside
+    /// (`forgetful-account-switch`) loses the removal for good, and is caught.
+    @Test func aWriteTheRestoredHubLostInAnAccountNoDeviceIsOnIsKeptAsideNotLost() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/hub-restore-kept-aside.jsonl")
+        var input = try ParsedTrace(text: String(contentsOf: url, encoding: .utf8)).input
+        let result = Simulation(input).run()
+        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        input.variant = .forgetfulAccountSwitch
+        let broken = Simulation(input).run()
+        #expect(broken.violations.map(\.kind) == [.referenceModel], "\(broken.violations)")
+        #expect(broken.violations.first?.message.contains("the hub holds d3:1 of k8 in second") == true, "\(broken.violations)")
+    }
 }
