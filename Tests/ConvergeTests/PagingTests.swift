@@ -368,4 +368,28 @@ struct PagingRegressionTests {
         ])
         #expect(failure == nil, "\(failure ?? "")")
     }
+
+    /// Found by `hubConvergesInPages` at CONVERGE_PROPERTY_SCALE=20 (seed
+    /// 6023542569327080178) once ordinary pushes honoured the 100-byte request limit. d0
+    /// removed "e" (d0:3); when d2's write of "e" broke the quota, the hub superseded both
+    /// with a compensation (hub:1, the removal re-issued). Back on the account, d0 pushed its changes in
+    /// pages; the first stopped at its own d0:2, so it claimed only d0:1, and the hub's reply,
+    /// a page computed for that claim, stopped d0 there too while carrying "e" (hub:1): d0
+    /// kept d0:3 beside hub:1, and since its context then covered every sibling of "e", no
+    /// later delta carried the key again. A reply is now computed for the device's own
+    /// writes as far as the hub holds them, which the device holds.
+    @Test func aReplyToAPageOfADevicesChangesNeverStopsItsOwnWritesBelowOnesItHolds() {
+        let failure = Self.converges([
+            .set(device: 0, key: "e", length: 3), .set(device: 0, key: "a", length: 3), .set(device: 2, key: "d", length: 15),
+            .set(device: 1, key: "a", length: 16), .push(device: 2, peer: 2), .duplicate(message: 4), .push(device: 2, peer: 1),
+            .deliver(message: 5), .remove(device: 0, key: "e"), .push(device: 2, peer: 2), .push(device: 2, peer: 2),
+            .set(device: 2, key: "e", length: 3), .push(device: 0, peer: 1), .push(device: 2, peer: 0), .set(device: 1, key: "a", length: 15),
+            .push(device: 0, peer: 2), .push(device: 0, peer: 1), .set(device: 2, key: "e", length: 3), .deliver(message: 5),
+            .push(device: 0, peer: 0), .drop(message: 6), .set(device: 2, key: "d", length: 0), .push(device: 1, peer: 0),
+            .deliver(message: 2), .deliver(message: 0), .deliver(message: 7), .set(device: 0, key: "d", length: 3),
+            .deliver(message: 5), .deliver(message: 0), .deliver(message: 2), .switchAccount(device: 0), .switchAccount(device: 0),
+            .switchAccount(device: 2),
+        ], devices: 3)
+        #expect(failure == nil, "\(failure ?? "")")
+    }
 }

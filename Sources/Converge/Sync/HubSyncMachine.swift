@@ -260,7 +260,8 @@ public struct HubSyncMachine: Sendable {
             state.awaitingFullState[push.device] = progress
             reply = SyncReply(account: push.account, kind: .fullState, delta: delta, stableFrontier: frontier, rejectedKeys: rejected, keys: keys)
         } else {
-            var page = state.map.delta(for: push.delta.context, maximumBytes: budget)
+            var page = state.map.delta(for: Self.replyBasis(push.delta.context, device: push.device, holding: state.map.context),
+                                       maximumBytes: budget)
             if _pagesClaimWholeContext { page.delta.context = state.map.context }
             reply = SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: frontier, rejectedKeys: rejected,
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
@@ -295,7 +296,7 @@ public struct HubSyncMachine: Sendable {
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
         let believed = Self.believable(push.delta, from: push.device, sent: sent)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account)
-        let page = state.map.delta(for: believed, maximumBytes: budget)
+        let page = state.map.delta(for: Self.replyBasis(believed, device: push.device, holding: state.map.context), maximumBytes: budget)
         return SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
                          moreToCome: !page.complete, partialKeys: page.partialKeys,
                          lostHubWrites: _hidesLostWrites ? VersionVector()
@@ -436,6 +437,26 @@ public struct HubSyncMachine: Sendable {
         for replica in context.counters.keys where replica.base == base { highest = max(highest, replica.incarnationNumber) }
         // A push naming an incarnation past Dot.maximumCounter is refused (check(_:nowMilliseconds:)).
         return base.incarnation(max(session, highest.addingSaturating(1), 1))
+    }
+
+    /// The context a reply to `device` is computed for: what the hub believes of its push
+    /// (`believed`), with the device's own writes raised to what the hub holds of them
+    /// (`holding`).
+    ///
+    /// A device holds every write of its own that the hub holds, or a later write of its
+    /// own that replaced it (a store holding fewer has reused its counters: the reply's
+    /// context shows it, and it starts a new incarnation instead of applying the reply). A
+    /// page of the device's changes claims fewer: its context stops below the first write
+    /// of the device the page leaves out. A page of the reply computed for that lower claim
+    /// would stop the device's writes there too, below writes the device holds: a key of the
+    /// page whose siblings replaced one of them (a compensation of the hub's) would leave
+    /// the device holding it beside them, and no later delta would carry the key again (the
+    /// device's context covers all of it). A page is a valid change only for a context the
+    /// receiver holds no more than.
+    static func replyBasis(_ believed: VersionVector, device: ReplicaID, holding: VersionVector) -> VersionVector {
+        var basis = believed
+        basis.raise(device, to: holding[device])
+        return basis
     }
 
     /// What the hub believes of a push's context: all of it for the device's own writes;
