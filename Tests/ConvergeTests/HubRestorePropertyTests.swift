@@ -87,6 +87,28 @@ struct HubRestorePropertyTests {
         }
     }
 
+    /// Found by `noLostWriteAcrossHubRestores` at CONVERGE_PROPERTY_SCALE=10 (seed
+    /// 2692529141295641109): the hub on A kept d2:1 of e, which d0:1 (a removal) replaced. d0
+    /// got d2:1, the hub was restored from a copy without it, and d0 removed e and left for
+    /// account B. The restored hub could not believe d0's claim to have seen d2:1 (it never
+    /// sent it; believing unsent claims would let a device suppress others' writes), so when
+    /// d2 brought d2:1 back it stood beside the removal. Only d0 can tell the hub, and it
+    /// does (a full state, then a repair) once it is on A while the hub holds d2:1; but the
+    /// healing model visited a device's other accounts only first, before d2 had exchanged at
+    /// all. It now visits them again once the others are done, as "until nothing changes"
+    /// says. The system is unchanged.
+    @Test func aDeviceOnAnotherAccountRepairsTheRestoredHubWhenItVisitsAfterTheAuthorBroughtTheWriteBack() {
+        let operations: [SyncOperation] = [
+            .backupHub, .push(device: 0, peer: 1), .set(device: 2, key: "e", length: 3), .push(device: 2, peer: 0),
+            .deliver(message: 1), .deliver(message: 5), .deliver(message: 5), .restoreHub(backup: 1), .deliver(message: 4),
+            .remove(device: 0, key: "e"), .switchAccount(device: 0),
+        ]
+        var run = SyncRun(SyncHistory(deviceCount: 3, operations: operations), hub: SyncProperties.makeHub())
+        run.heal()
+        let failure = run.lostWrite() ?? run.resurrectedWrite() ?? run.convergenceFailure(policies: everyPolicy, lostHubWrites: true)
+        #expect(failure == nil, "\(failure ?? "")")
+    }
+
     /// The oracle is not vacuous: a hub restored with no recovery at all (a device that
     /// never learns the hub lost anything: its record only grows) loses writes.
     @Test func theOracleCatchesAHubThatLosesWrites() {
