@@ -392,4 +392,25 @@ struct PagingRegressionTests {
         ], devices: 3)
         #expect(failure == nil, "\(failure ?? "")")
     }
+
+    /// Found by `noLostWriteAcrossHubRestoresInPages` at CONVERGE_PROPERTY_SCALE=10 (seed
+    /// 13362515523591264553); shrunk, it needs no restore. d1 got "a" as [d0:3, d1:1], then
+    /// the hub superseded both with compensations (hub:1, hub:2) when d3's write broke the
+    /// quota. d1's poll did not match the hub's last reply (a reply to a duplicate of its
+    /// push, lost), so it stood for the last context d1 had acknowledged, [d1:1], lower than
+    /// what d1 held; the reply, a page for it, stopped d0 below d0:3 and carried "a" as
+    /// [hub:1, hub:2]: d1 kept d0:3 beside them, and its context then covered every sibling
+    /// of "a", so no later delta carried the key again. A poll that does not match the last
+    /// reply, whose answer would be a page, is now asked for a push instead.
+    @Test func aPollThatDoesNotMatchTheLastReplyIsAskedForAPushNotAPageForALowerContext() {
+        let failure = Self.converges([
+            .set(device: 0, key: "a", length: 8), .set(device: 0, key: "b", length: 6), .set(device: 0, key: "a", length: 2),
+            .push(device: 0, peer: 0), .deliver(message: 6), .set(device: 3, key: "a", length: 16), .tick(milliseconds: 5),
+            .set(device: 3, key: "b", length: 2), .set(device: 1, key: "a", length: 11), .switchAccount(device: 3),
+            .push(device: 1, peer: 2), .push(device: 0, peer: 3), .deliver(message: 4), .duplicate(message: 2),
+            .push(device: 1, peer: 3), .tick(milliseconds: 14), .duplicate(message: 4), .deliver(message: 0),
+            .deliver(message: 6), .deliver(message: 6),
+        ], devices: 4)
+        #expect(failure == nil, "\(failure ?? "")")
+    }
 }

@@ -164,6 +164,22 @@ public struct HubSyncMachine: Sendable {
     ///   ``check(_:nowMilliseconds:)``); the hub is then unchanged.
     public mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64,
                                  compensations: inout [HubCompensation]) throws(ConvergeError) -> SyncReply {
+        try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations, contextIsCurrent: true)
+    }
+
+    /// Handles one push, as ``receive(_:nowMilliseconds:compensations:)->SyncReply`` does.
+    ///
+    /// - Parameter contextIsCurrent: Whether the push's context is what the device holds
+    ///   (of what the hub has sent it), as a push's is when it is made; `false` for a poll
+    ///   whose digest does not match the last reply, which stands for a push of the last
+    ///   context the device acknowledged, possibly lower. A delta computed for a lower
+    ///   context is safe whole, but not in pages: a page stops a writer below writes the
+    ///   device may hold, and a key of the page whose siblings replaced one of them would
+    ///   leave the device holding it beside them, with no later delta carrying the key
+    ///   again. So a reply that would be a page asks for a push instead (a page of nothing
+    ///   under that context, more to come), whose context is the device's own.
+    private mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64, compensations: inout [HubCompensation],
+                                  contextIsCurrent: Bool) throws(ConvergeError) -> SyncReply {
         try check(push, nowMilliseconds: nowMilliseconds)
         if !_ignoresLostBasis, let reply = answerToLostBasis(push) { return reply }
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
@@ -260,8 +276,9 @@ public struct HubSyncMachine: Sendable {
             state.awaitingFullState[push.device] = progress
             reply = SyncReply(account: push.account, kind: .fullState, delta: delta, stableFrontier: frontier, rejectedKeys: rejected, keys: keys)
         } else {
-            var page = state.map.delta(for: Self.replyBasis(push.delta.context, device: push.device, holding: state.map.context),
-                                       maximumBytes: budget)
+            let basis = Self.replyBasis(push.delta.context, device: push.device, holding: state.map.context)
+            var page = state.map.delta(for: basis, maximumBytes: budget)
+            if !page.complete && !contextIsCurrent { page = (ReplicatedMap.Delta(entries: [:], context: basis), false, []) }
             if _pagesClaimWholeContext { page.delta.context = state.map.context }
             reply = SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: frontier, rejectedKeys: rejected,
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
@@ -354,7 +371,7 @@ public struct HubSyncMachine: Sendable {
             // Its basis is what it acknowledges: it is no device's whole state.
             let push = SyncPush(account: poll.account, device: poll.device, delta: ReplicatedMap.Delta(entries: [:], context: acknowledged),
                                 basis: acknowledged)
-            let reply = try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
+            let reply = try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations, contextIsCurrent: holdsLastReply)
             if let previous, reply.kind == .delta, reply.delta.entries.isEmpty, reply.rejectedKeys.isEmpty,
                holdsLastReply, reply.delta.context == previous.context,
                reply.stableFrontier == previous.frontier {
