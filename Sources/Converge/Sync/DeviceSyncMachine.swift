@@ -133,7 +133,14 @@ public struct DeviceSyncMachine: Hashable, Sendable {
             guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
             // A whole reply (not a page) announces the hub's stable frontier, which only grows.
             let whole = reply.kind == .delta ? !reply.moreToCome : reply.keys == .all
-            if !hubContext.isDominated(by: reply.delta.context) || (whole && !stableFrontier.isDominated(by: reply.stableFrontier)) {
+            // A page of nothing under a context the device holds asks for a push (the hub
+            // answered a poll that did not match its last reply, and a page computed for the
+            // device's last acknowledged context could leave it holding a write the hub
+            // replaced): it shows nothing of what the hub holds. (One under no context at all
+            // comes from a hub that does not know the device, and is taken as a lost hub.)
+            let asksForPush = reply.kind == .delta && reply.moreToCome && reply.delta.entries.isEmpty && !reply.delta.context.isEmpty
+            if !asksForPush && (!hubContext.isDominated(by: reply.delta.context)
+                                || (whole && !stableFrontier.isDominated(by: reply.stableFrontier))) {
                 // The hub holds less than it reported before: it was restored from an older
                 // copy, or it is another hub. Start again from what it holds, push at once
                 // what it lacks, then repair it. (A reply that was merely late only costs a
