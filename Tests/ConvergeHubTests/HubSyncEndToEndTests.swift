@@ -161,8 +161,10 @@ struct HubSyncEndToEndTests {
             try await writer.sync()  // start from what the hub holds, so new writes supersede it
             let killAfterMilliseconds = generator.next(in: 30...250)
             let pid = hub.process.processIdentifier
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(killAfterMilliseconds)) { kill(pid, SIGKILL) }
-            let deadline = Date().addingTimeInterval(10)
+            // The kill comes a random while after the third acknowledged exchange of the round,
+            // so that every round checks some writes however slow a loaded machine is.
+            var exchanges = 0
+            let deadline = Date().addingTimeInterval(30)
             while Date() < deadline {
                 var batch: [String: Int64] = [:]
                 for _ in 0..<generator.next(in: 1...4) {
@@ -176,6 +178,10 @@ struct HubSyncEndToEndTests {
                     try await writer.sync()
                     // The hub answered: it committed the push first.
                     acknowledged.merge(batch) { _, new in new }
+                    exchanges += 1
+                    if exchanges == 3 {
+                        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(killAfterMilliseconds)) { kill(pid, SIGKILL) }
+                    }
                 } catch {
                     failuresAfterKill += 1
                     break
