@@ -94,11 +94,10 @@ public struct ReplicatedMap: Hashable, Sendable {
 
     /// Whether a read under `policy` returns different values for `before` and `after`,
     /// two sets of siblings of one key; a value kept encoded is decoded only when several
-    /// siblings leave the answer to the policy.
+    /// siblings leave the answer to the policy (a removal may win over a live sibling, so
+    /// nothing short of the policy can say what a read shows then).
     static func visibleValuesDiffer(_ before: [Sibling], _ after: [Sibling], policy: MergePolicy) -> Bool {
         if before == after { return false }
-        let (liveBefore, liveAfter) = (before.contains { !$0.isTombstone }, after.contains { !$0.isTombstone })
-        guard liveBefore, liveAfter else { return liveBefore != liveAfter }
         if before.count == 1, after.count == 1 { return !before[0].holdsTheSameValue(as: after[0]) }
         return visibleValue(of: before, policy: policy) != visibleValue(of: after, policy: policy)
     }

@@ -8,7 +8,9 @@
 /// the store's own file) is kept in its canonical encoding and decoded each time
 /// ``value`` is read: decoded, each of its elements would cost many times its encoded
 /// byte, so a store holding a peer's 16 MB array of booleans would need hundreds of
-/// megabytes for a key nobody reads. Equality, quotas and encoding never decode it.
+/// megabytes for a key nobody reads. Quotas, encoding, and equality of two values kept
+/// encoded with the same bytes never decode it; a read, a conflict (whose event carries
+/// the winning value) and a comparison with a value held decoded do.
 public struct Sibling: Hashable, Sendable, CustomStringConvertible {
     /// What a sibling holds: a removal, a value, or a large value in its encoding.
     private enum Payload: Sendable {
@@ -37,6 +39,8 @@ public struct Sibling: Hashable, Sendable, CustomStringConvertible {
 
     /// The value written, or `nil` if the write removed the key. A value kept encoded is
     /// decoded on each read.
+    ///
+    /// - Complexity: O(1), or O(*n*) in the encoded size of a value kept encoded.
     public var value: Value? {
         get {
             switch payload {

@@ -169,7 +169,8 @@ extension Value {
     }
 
     /// Reads one value; without `keep`, only checks it (arrays and dictionaries come back
-    /// empty), so that checking costs no memory per element.
+    /// empty), so that checking an array costs no memory per element (a dictionary's keys
+    /// are remembered, to refuse two spellings of one key that need not be adjacent).
     private static func decode(from reader: inout BinaryReader, depth: Int, keep: Bool) throws(ConvergeError) -> Value {
         let start = reader.offset
         let byte = try reader.readByte()

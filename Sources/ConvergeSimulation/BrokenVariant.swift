@@ -58,9 +58,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// the account checker.
     case leakyAccountSwitch = "leaky-account-switch"
     /// Switching away from an account keeps nothing of it aside (the device would download
-    /// it again on its return), so what the hub lost of it in a restore is gone for good.
-    /// Caught by the reference model at the end of a run with a hub restore, which checks
-    /// the hub's copy of an account no device is on joined with what devices keep aside.
+    /// it again on its return), so what the hub lost of it in a restore, and what the device
+    /// had not pushed, is gone for good. Caught by the reference model, the no-lost-write
+    /// and liveness checkers, mostly in the default account; in an account no device is on
+    /// at the end, by the reference model (the hub's copy joined with what devices keep
+    /// aside; `SimulationRegressionTests`).
     case forgetfulAccountSwitch = "forgetful-account-switch"
     /// A store over the soft quota (mesh, folder) accepts writes that grow usage. Caught by
     /// the quota checker.

@@ -103,4 +103,20 @@ import Testing
         #expect(events.changes.map(\.keys) == [["k0"]] && events.all.count == 1)
         token.cancel()
     }
+
+    /// Change detection compares siblings, not decoded values; a removal that wins over a
+    /// live sibling must still count as no value (a review found merges reporting a key
+    /// whose read stayed absent under these policies).
+    @Test(arguments: [MergePolicy.lastWriterWins, .removeWins, .replicaPriority(["b", "a"])])
+    func aMergeThatLeavesAKeyAbsentReportsNoChange(policy: MergePolicy) {
+        func stamp(_ wall: UInt64) -> HybridTimestamp { HybridTimestamp(wallMilliseconds: wall, logical: 0) }
+        let write = Sibling(dot: Dot(replica: "a", counter: 1), timestamp: stamp(1), value: "x")
+        let removal = Sibling(dot: Dot(replica: "b", counter: 2), timestamp: stamp(2), value: nil)
+        let later = Sibling(dot: Dot(replica: "b", counter: 3), timestamp: stamp(3), value: nil)
+        #expect(!ReplicatedMap.visibleValuesDiffer([write, removal], [later], policy: policy))
+        #expect(!ReplicatedMap.visibleValuesDiffer([removal], [write, removal], policy: policy))
+        #expect(ReplicatedMap.visibleValuesDiffer([write], [write, removal], policy: policy))
+        #expect(ReplicatedMap.visibleValuesDiffer([], [write], policy: policy))
+        #expect(!ReplicatedMap.visibleValuesDiffer([], [removal], policy: policy))
+    }
 }
