@@ -142,7 +142,7 @@ public struct Sibling: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Hashes the dot, the timestamp and whether the write removed the key: consistent
-    /// with ``==`` however the value is held, without decoding it.
+    /// with `==` however the value is held, without decoding it.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(dot)
         hasher.combine(timestamp)
