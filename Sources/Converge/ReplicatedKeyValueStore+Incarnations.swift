@@ -20,9 +20,25 @@
 ///
 /// What is acknowledged is recorded durably: the highest counter of the current writer ID
 /// any hub or peer reported holding.
+///
+/// A copy that issued exactly as many counters as the original cannot be told by counters;
+/// the hub tells it by the write sessions that issued them (``WriterSessions``), which the
+/// store records per account and sends with every push; every reply names the session
+/// the hub recorded for the device's highest counter (``SyncReply/sessionTip``).
 extension ReplicatedKeyValueStore {
     static let incarnationKey = "incarnation"
     static let acknowledgedKey = "acknowledged"
+
+    /// The metadata record of the write sessions of the current writer ID in `account`:
+    /// the writer ID, then ``WriterSessions/encode(into:)``.
+    static func writeSessionsKey(_ account: AccountID) -> String { "write-sessions:" + account.rawValue }
+
+    /// The write session of this store object (see ``WriterSessions``): random unless set,
+    /// as the simulator sets it, before the object's first write.
+    package var writeSession: UInt64 {
+        get { state.withLock { $0.writeSession } }
+        set { state.withLock { $0.writeSession = newValue } }
+    }
 
     /// The incarnation recorded in `metadata` (1 if none is).
     static func incarnation(in metadata: [String: [UInt8]]) -> UInt64 {
@@ -62,6 +78,30 @@ extension ReplicatedKeyValueStore.State {
         known[writerID] > map.context[writerID]
     }
 
+    /// The write sessions recorded for the current writer ID in the current account (none
+    /// if the record is of another writer ID, or unreadable: then nothing is checked).
+    var writerSessions: WriterSessions {
+        guard let bytes = metadata[ReplicatedKeyValueStore.writeSessionsKey(account)] else { return WriterSessions() }
+        var reader = BinaryReader(bytes)
+        guard let writer = try? reader.readString(), writer == writerID.rawValue,
+              let sessions = try? WriterSessions(from: &reader), reader.isAtEnd else { return WriterSessions() }
+        return sessions
+    }
+
+    /// The metadata record of `sessions`, for the current writer ID and account.
+    func sessionsRecord(_ sessions: WriterSessions, writer: ReplicaID? = nil) -> [String: [UInt8]?] {
+        var bytes = BinaryWriter()
+        bytes.writeString((writer ?? writerID).rawValue)
+        sessions.encode(into: &bytes)
+        return [ReplicatedKeyValueStore.writeSessionsKey(account): bytes.bytes]
+    }
+
+    /// The metadata change recording that this object's session issues counters from
+    /// `firstCounter` on: empty if the last run is already its own.
+    func sessionRecord(issuing firstCounter: UInt64) -> [String: [UInt8]?] {
+        writerSessions.issuing(from: firstCounter, session: writeSession).map { sessionsRecord($0) } ?? [:]
+    }
+
     /// The stored state of the next incarnation: the writes of the current writer ID that no
     /// peer acknowledged re-stamped under the next one, in counter order.
     ///
@@ -96,6 +136,9 @@ extension ReplicatedKeyValueStore.State {
         var metadata = metadata
         metadata[ReplicatedKeyValueStore.incarnationKey] = Array(String(incarnation).utf8)
         metadata[ReplicatedKeyValueStore.acknowledgedKey] = Array("0".utf8)
+        // The re-stamped writes are this object's session's, under the new writer ID.
+        let restamped = unacknowledged.isEmpty ? WriterSessions() : WriterSessions(runs: [.init(firstCounter: 1, session: writeSession)])!
+        for (name, record) in sessionsRecord(restamped, writer: newWriter) { metadata[name] = record }
         return StoredState(map: try ReplicatedMap(entries: entries, context: VersionVector(counters)), clock: clock.latest,
                            metadata: metadata)
     }
@@ -105,6 +148,11 @@ extension ReplicatedKeyValueStore.State {
     func acknowledgement(from known: [VersionVector]) -> [String: [UInt8]?]? {
         let highest = known.map { $0[writerID] }.max() ?? 0
         guard highest > ReplicatedKeyValueStore.acknowledged(in: metadata) else { return nil }
-        return [ReplicatedKeyValueStore.acknowledgedKey: Array(String(highest).utf8)]
+        var change: [String: [UInt8]?] = [ReplicatedKeyValueStore.acknowledgedKey: Array(String(highest).utf8)]
+        // Runs wholly below what a hub or peer holds need no check any more.
+        let sessions = writerSessions
+        let kept = sessions.keeping(from: highest)
+        if kept != sessions { change.merge(sessionsRecord(kept)) { _, new in new } }
+        return change
     }
 }

@@ -50,6 +50,8 @@ public final class ReplicatedKeyValueStore: Sendable {
         /// The ID this replica's writes are stamped with: its incarnation's (see
         /// ``ReplicaID/incarnation(_:)``), recorded in the metadata.
         var writerID: ReplicaID
+        /// This object's random write session (see ``WriterSessions``): drawn when it opens.
+        var writeSession = UInt64.random(in: 1...UInt64.max)
         /// See ``ReplicatedKeyValueStore/maximumClockOffsetMilliseconds``.
         var maximumClockOffsetMilliseconds: UInt64 = 2 * 24 * 3_600 * 1_000
         /// See ``ReplicatedKeyValueStore/maximumHubRequestBytes``.
@@ -162,7 +164,9 @@ public final class ReplicatedKeyValueStore: Sendable {
             }
             var context = state.map.context
             context.raise(state.writerID, to: sibling.dot.counter)
-            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp)), result: ())
+            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp,
+                                                           metadata: state.sessionRecord(issuing: sibling.dot.counter))),
+                             result: ())
         }
     }
 
@@ -186,7 +190,9 @@ public final class ReplicatedKeyValueStore: Sendable {
                 written[key] = [sibling]
             }
             guard !written.isEmpty else { return WritePlan(result: ()) }
-            return WritePlan(update: .change(StorageChange(entries: written, context: map.context, clock: clock.latest)), result: ())
+            return WritePlan(update: .change(StorageChange(entries: written, context: map.context, clock: clock.latest,
+                                                           metadata: state.sessionRecord(issuing: state.map.context[state.writerID] + 1))),
+                             result: ())
         }
     }
 

@@ -17,6 +17,9 @@ struct SimulatedDevice {
     /// Ledger indices of the writes the disk has not made durable yet.
     var unflushedWrites: [Int] = []
     var meshRound = 0
+    /// How many times the store was opened on this device: with the index, its write
+    /// session (a store draws one at random; a run's must be the same every time).
+    private(set) var opens = 1
     /// Deliberately broken store behaviours of the run's variant, set again on every reopen.
     var removesAreNoOps = false
     var accountSwitchDropsOwnOnlyKeys = false
@@ -40,7 +43,11 @@ struct SimulatedDevice {
         store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
         store.maximumHubRequestBytes = hubRequestBytes
+        store.writeSession = writeSession
     }
+
+    /// The write session of the store's current opening: unique to this device and opening.
+    private var writeSession: UInt64 { UInt64(index + 1) << 32 | UInt64(opens) }
 
     /// The clock offset a simulated store or hub tolerates: none that a run's clocks reach.
     /// Runs set clocks wrong by up to weeks (`clockSkewMs`, `clockJumpMs`) to show that
@@ -59,8 +66,10 @@ struct SimulatedDevice {
     /// (their state is volatile: the next exchange starts from nothing reported).
     mutating func reopen() throws(ConvergeError) {
         store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        opens += 1
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
         store.maximumHubRequestBytes = hubRequestBytes
+        store.writeSession = writeSession
         breakStore()
     }
 

@@ -134,4 +134,41 @@ struct HubCommandLineClientTests {
         #expect(printed.contains(#"{"key":"county","value":"Surrey"}"#), "\(printed)")
         #expect(hub.stop() == 0)
     }
+
+    /// Issue 11's backup reproduction through `converge-hub`, where the restored store
+    /// writes as many new writes as the restore lost before it syncs again: its counters
+    /// then equal what the hub holds, and only the write sessions show the reuse. Every
+    /// process is a new store object (a new session), the backup a `cp` of the store folder.
+    @Test func aStoreRestoredFromABackupThatWritesAsManyAsItLostLosesNothing() throws {
+        let folder = temporaryFolder("cli-restored-same-count")
+        let data = folder.appendingPathComponent("data")
+        let token = try HubProcess.createToken(data: data, account: "alice")
+        let hub = try HubProcess(data: data)
+        let url = hubURL(hub.port).absoluteString
+        func run(_ arguments: [String]) throws {
+            let outcome = try Self.converge(arguments, in: folder, token: token)
+            #expect(outcome.status == 0, "\(arguments): \(outcome.errors)")
+        }
+        func sync(_ store: String) throws { try run(["--store", "\(store)/", "--hub", url, "sync"]) }
+        try run(["--store", "a/", "--replica", "alice-laptop", "write", "base", "1"])
+        try run(["--store", "b/", "--replica", "bob-phone", "write", "b", "1"])
+        for store in ["a", "b", "a"] { try sync(store) }
+        let manager = FileManager.default
+        let store = folder.appendingPathComponent("a"), backup = folder.appendingPathComponent("a-backup")
+        try manager.copyItem(at: store, to: backup)
+        try run(["--store", "a/", "write", "late1", "1"])
+        try run(["--store", "a/", "write", "late2", "1"])
+        for store in ["a", "b"] { try sync(store) }
+        try manager.removeItem(at: store)
+        try manager.copyItem(at: backup, to: store)
+        try run(["--store", "a/", "write", "fresh1", "1"])
+        try run(["--store", "a/", "write", "fresh2", "1"])
+        for _ in 0..<3 { for store in ["a", "b"] { try sync(store) } }
+        let every = #"{"b":"1","base":"1","fresh1":"1","fresh2":"1","late1":"1","late2":"1"}"#
+        for store in ["a", "b"] {
+            let read = try Self.converge(["--store", "\(store)/", "read"], in: folder)
+            #expect(read.output.trimmingCharacters(in: .whitespacesAndNewlines) == every, "\(store): \(read.output)")
+        }
+        #expect(hub.stop() == 0)
+    }
 }

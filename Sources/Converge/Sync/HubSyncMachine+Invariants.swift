@@ -28,6 +28,7 @@ extension HubSyncMachine {
     /// - what any member acknowledged, and what the hub last replied to it, is within the
     ///   hub's context (a device cannot hold what the hub never had), and a reply's stable
     ///   frontier within the reply's context;
+    /// - the session recorded for a device's counter is of a counter the hub holds;
     /// - the stable frontier is within the hub's context (the hub is one of the
     ///   acknowledgements it is the minimum of).
     ///
@@ -52,6 +53,9 @@ extension HubSyncMachine {
         }
         for device in state.awaitingFullState.keys.sorted() where state.members[device] == nil && state.retired[device] == nil {
             return "\(device) awaits a full state but is neither a member nor retired"
+        }
+        for device in state.sessionTips.keys.sorted() where state.sessionTips[device]!.counter > context[device] {
+            return "the session tip of \(device) at \(state.sessionTips[device]!.counter) is beyond the hub's context \(context)"
         }
         if !state.stability.safeFrontier.isDominated(by: context) {
             return "the stable frontier \(state.stability.safeFrontier) is beyond the hub's context \(context)"

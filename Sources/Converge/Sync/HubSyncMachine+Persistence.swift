@@ -12,7 +12,9 @@
 /// (format 3) the last key of the pages it joined and of the page last sent, each a flag
 /// byte and the key if the flag is 1; the
 /// stability tracker's candidates (frontier, witnessed) in order and its safe frontier; the
-/// counts of collected tombstones and compensating writes; and (format 2) a CRC-32C of
+/// counts of collected tombstones and compensating writes; (format 4) the devices in
+/// replica order, each with the highest of its counters the hub holds whose write session
+/// a push named, and that session; and (format 2) a CRC-32C of
 /// everything before it, so damage is refused. The cache of the last collection is not
 /// kept: it only saves work, and observing the same acknowledgements again gives the same
 /// frontier.
@@ -20,7 +22,7 @@ extension HubSyncMachine {
     /// The first byte of an encoded account state.
     package static let accountStateMagic: UInt8 = 0xC8
     /// The format version written.
-    package static let accountStateFormatVersion: UInt8 = 3
+    package static let accountStateFormatVersion: UInt8 = 4
 
     /// The durable encoding of `account`'s state, or `nil` if the hub holds nothing of it.
     ///
@@ -66,6 +68,12 @@ extension HubSyncMachine {
         state.stability.safeFrontier.encode(into: &writer)
         writer.writeVarint(UInt64(state.tombstonesCollected))
         writer.writeVarint(UInt64(state.compensations))
+        writer.writeVarint(UInt64(state.sessionTips.count))
+        for device in state.sessionTips.keys.sorted() {
+            writer.writeString(device.rawValue)
+            writer.writeVarint(state.sessionTips[device]!.counter)
+            writer.writeFixed64(state.sessionTips[device]!.session)
+        }
         return CRC32C.sealed(writer.bytes)
     }
 
@@ -137,6 +145,15 @@ extension HubSyncMachine {
         }
         state.tombstonesCollected = Int(collected)
         state.compensations = Int(compensations)
+        if version >= 4 {
+            let tipCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 11)
+            previous = nil
+            for _ in 0..<tipCount {
+                let device = try Self.readOrderedReplica(&reader, after: &previous)
+                let counter = try reader.readVarint()
+                state.sessionTips[device] = WriterSessions.Tip(counter: counter, session: try reader.readFixed64())
+            }
+        }
         try reader.expectEnd()
         // Well-formed pieces can still contradict each other (a clock behind a write the
         // state holds, a member that is also retired): refused, never repaired.

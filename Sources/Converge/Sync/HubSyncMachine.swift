@@ -57,6 +57,9 @@ public struct HubSyncMachine: Sendable {
     /// Broken on purpose, for tests: takes a push whose basis it does not hold (a hub
     /// restored from an older copy then loses writes for good).
     @_spi(Testing) public var _ignoresLostBasis = false
+    /// A broken variant for checker tests: the hub never compares write sessions, so a
+    /// restored or copied device that issued as many counters as the original goes unseen.
+    @_spi(Testing) public var _ignoresWriterSessions = false
 
     struct AccountState: Sendable {
         var map = ReplicatedMap()
@@ -78,6 +81,9 @@ public struct HubSyncMachine: Sendable {
         /// since the state was loaded from storage (see ``HubSyncMachine/writer(of:current:session:in:)``).
         /// Not stored: a copy of the state loaded again may be older than writes made from it.
         var writer: ReplicaID?
+        /// For each device, the write session that issued the highest of its counters the
+        /// hub holds (see ``WriterSessions``), as its pushes named it.
+        var sessionTips: [ReplicaID: WriterSessions.Tip] = [:]
     }
 
     /// A returning device's way through the hub's full state.
@@ -182,6 +188,7 @@ public struct HubSyncMachine: Sendable {
                                   contextIsCurrent: Bool) throws(ConvergeError) -> SyncReply {
         try check(push, nowMilliseconds: nowMilliseconds)
         if !_ignoresLostBasis, let reply = answerToLostBasis(push) { return reply }
+        if !_ignoresWriterSessions, let reply = answerToReusedCounters(push) { return reply }
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
@@ -247,6 +254,7 @@ public struct HubSyncMachine: Sendable {
             // and repair the hub again after it (dropping a lost write they saw replaced).
             for member in state.members.keys where member != push.device { state.awaitingFullState[member] = Returning() }
         }
+        recordSessionTip(of: push, in: &state)
         compensations += made
         let rejected = made.map(\.key)
         // A returning device starts from what the hub sent it before it was retired. One
@@ -260,7 +268,7 @@ public struct HubSyncMachine: Sendable {
         let frontier = collect(&state)
         let lost = _hidesLostWrites ? VersionVector() : Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account,
-                                      lostHubWrites: lost)
+                                      lostHubWrites: lost, sessionTip: state.sessionTips[push.device])
         var reply: SyncReply
         // A full state goes in answer to a whole push: its pages are computed within the
         // context the push shows the device holds, and a page of the device's changes shows
@@ -285,6 +293,7 @@ public struct HubSyncMachine: Sendable {
         }
         reply.repairedKeys = push.fullStateKeys
         reply.lostHubWrites = lost
+        reply.sessionTip = state.sessionTips[push.device]
         // A page (a reply under less than the hub's context) announces no frontier: the device
         // decides what to collect from its own siblings, and a page may leave out a live
         // sibling concurrent with a tombstone the frontier covers.
@@ -318,6 +327,31 @@ public struct HubSyncMachine: Sendable {
                          moreToCome: !page.complete, partialKeys: page.partialKeys,
                          lostHubWrites: _hidesLostWrites ? VersionVector()
                              : Self.lostWrites(of: hubID.base, claimed: push.delta.context, holding: state.map.context))
+    }
+
+    /// The answer to a push whose write sessions name another session for a counter of the
+    /// device than the one that issued it to the hub (``SyncReply/sessionTip``): the
+    /// device's counters were reused, and its writes under them would be taken for the ones
+    /// the hub holds. It is not applied; the reply carries nothing but the tip. A push
+    /// that does not reach the counter the hub recorded is caught by its counters instead
+    /// (the hub's context then shows more of the device than it has), and one without
+    /// sessions that reach back to it is not checked. Nothing changes.
+    func answerToReusedCounters(_ push: SyncPush) -> SyncReply? {
+        guard let tip = accounts[push.account]?.sessionTips[push.device],
+              push.writerSessions.contradict(tip, issued: push.delta.context[push.device]) else { return nil }
+        var reply = SyncReply(account: push.account, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()),
+                              stableFrontier: VersionVector(), rejectedKeys: [])
+        reply.sessionTip = tip
+        return reply
+    }
+
+    /// Records which session issued the highest counter of the pushing device the hub now
+    /// holds, when the push names it.
+    private func recordSessionTip(of push: SyncPush, in state: inout AccountState) {
+        let own = push.delta.context[push.device]
+        guard own > 0, state.map.context[push.device] == own, own >= state.sessionTips[push.device]?.counter ?? 0,
+              let session = push.writerSessions.session(at: own) else { return }
+        state.sessionTips[push.device] = WriterSessions.Tip(counter: own, session: session)
     }
 
     /// The writes of the hub's own ID `hub` (any incarnation) that a device claims and the
@@ -386,10 +420,14 @@ public struct HubSyncMachine: Sendable {
     /// The bytes left for a reply's delta in `maximumBytes`, once its other fields (the
     /// frontier, the rejected keys, the account, the header) are counted.
     static func deltaBudget(_ maximumBytes: Int, frontier: VersionVector, rejectedKeys: [String], account: AccountID,
-                            lostHubWrites: VersionVector = VersionVector()) -> Int {
+                            lostHubWrites: VersionVector = VersionVector(), sessionTip: WriterSessions.Tip? = nil) -> Int {
         var writer = BinaryWriter()
         frontier.encode(into: &writer)
         if !lostHubWrites.isEmpty { lostHubWrites.encode(into: &writer) }
+        if let sessionTip {
+            writer.writeVarint(sessionTip.counter)
+            writer.writeFixed64(sessionTip.session)
+        }
         writer.writeString(account.rawValue)
         for key in rejectedKeys { writer.writeString(key) }
         return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - writer.bytes.count - 32)
@@ -532,6 +570,12 @@ public struct HubSyncMachine: Sendable {
     /// The hub's state of `account`.
     public func state(of account: AccountID) -> ReplicatedMap {
         accounts[account]?.map ?? ReplicatedMap()
+    }
+
+    /// The write session that issued the highest counter of `device` the hub holds in
+    /// `account`, as its pushes named it (see ``WriterSessions``), or `nil` if none did.
+    package func sessionTip(of device: ReplicaID, in account: AccountID) -> UInt64? {
+        accounts[account]?.sessionTips[device]?.session
     }
 
     /// The current members of `account`, in order.

@@ -173,7 +173,19 @@ extension ReplicatedKeyValueStore {
     /// - Throws: ``ConvergeError/malformed(_:)`` if the push would exceed
     ///   ``SyncMessage/maximumEncodedBytes``.
     package func hubRequest() throws(ConvergeError) -> (bytes: [UInt8], account: AccountID) {
-        let (request, account) = state.withLock { ($0.hubMachine.request(from: $0.map, maximumPushBytes: $0.maximumHubRequestBytes), $0.account) }
+        let (request, account) = state.withLock { state in
+            // A push names the sessions that issued the device's counters, so the hub can tell
+            // a restored or copied store that issued as many as the original; they count
+            // against the request's limit.
+            let sessions = state.writerSessions
+            let budget = state.maximumHubRequestBytes - (sessions.isEmpty ? 0 : sessions.encodedSize)
+            var request = state.hubMachine.request(from: state.map, maximumPushBytes: budget)
+            if case .push(var push) = request {
+                push.writerSessions = sessions
+                request = .push(push)
+            }
+            return (request, state.account)
+        }
         return (try request.encoded(), account)
     }
 
@@ -229,7 +241,13 @@ extension ReplicatedKeyValueStore {
             }
             for delta in received { try checkReceivable(delta, in: state) }
             let known = received.map(\.context)
-            if known.contains(where: state.reusesCounters(given:)) {
+            // The hub's record of which session issued a counter of this writer, if this
+            // store's own record names another, proves the same (a copy that issued as many).
+            var countersReused = false
+            if case .reply(let reply) = message, reply.account == state.account, let tip = reply.sessionTip {
+                countersReused = state.writerSessions.contradict(tip, issued: state.map.context[state.writerID])
+            }
+            if countersReused || known.contains(where: state.reusesCounters(given:)) {
                 var receipt = SyncReceipt()
                 receipt.startedIncarnation = true
                 return WritePlan(update: .replaceAll(try state.reincarnated()), machines: (next.hubMachine, next.meshMachine), result: receipt)

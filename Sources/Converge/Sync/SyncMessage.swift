@@ -43,6 +43,12 @@ public struct SyncPush: Hashable, Sendable {
     /// under the context the device believes the hub holds, so it adds nothing. `nil` for
     /// a push of changes.
     public var fullStateKeys: KeySpan?
+    /// Which write sessions issued the device's own recent counters, from the highest the
+    /// hub acknowledged (see ``WriterSessions``): the hub compares them with the session it
+    /// recorded for the highest counter of the device it holds, and if they differ it takes
+    /// nothing and answers with that record alone (``SyncReply/sessionTip``). Empty when
+    /// the device records none.
+    public var writerSessions = WriterSessions()
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
     public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false,
@@ -107,6 +113,13 @@ public struct SyncReply: Hashable, Sendable {
     /// repairs the hub, see ``DeviceSyncMachine/repairsHub``). Empty otherwise; the hub
     /// stores nothing of it.
     public var lostHubWrites = VersionVector()
+    /// The write session that issued the highest counter of the device the hub holds, as
+    /// the device's pushes named it (see ``WriterSessions``), or `nil` if none did. A
+    /// device whose own record names another session for that counter has had its counters
+    /// reused (it is a restored or copied store): it starts a new incarnation and applies
+    /// nothing of the reply. The hub does not take a push that its tip contradicts; it
+    /// answers with the tip and nothing else.
+    public var sessionTip: WriterSessions.Tip?
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
     public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String],
@@ -218,10 +231,13 @@ public enum SyncMessage: Hashable, Sendable {
             // 16: the device's whole state for a span of keys (a repair), its bounds following
             // the basis.
             if push.fullStateKeys != nil { flags |= 16 }
+            // 32: the device's write sessions follow the span.
+            if !push.writerSessions.isEmpty { flags |= 32 }
             writer.writeByte(flags)
             if let through = push.acknowledgedThrough { writer.writeString(through) }
             if !push.basis.isEmpty { push.basis.encode(into: &writer) }
             if let span = push.fullStateKeys { Self.writeSpan(span, into: &writer) }
+            if !push.writerSessions.isEmpty { push.writerSessions.encode(into: &writer) }
             push.delta.encode(into: &writer)
             if push.moreToCome { Self.writeKeys(push.partialKeys, into: &writer) }
         case .reply(let reply):
@@ -230,8 +246,9 @@ public enum SyncMessage: Hashable, Sendable {
             // Kinds 0 and 1; 2: a page of a full state, its span's bounds following; 3: a
             // page of a delta, more to come.
             // 0x80 on the kind: the span of a repairing push the hub joined follows; 0x40: the
-            // hub's lost writes follow (after the span).
+            // hub's lost writes follow (after the span); 0x20: the session tip follows (after them).
             let repaired: UInt8 = (reply.repairedKeys == nil ? 0 : 0x80) | (reply.lostHubWrites.isEmpty ? 0 : 0x40)
+                | (reply.sessionTip == nil ? 0 : 0x20)
             if reply.moreToCome {
                 writer.writeByte(3 | repaired)
             } else if reply.kind == .fullState && reply.keys != .all {
@@ -242,6 +259,10 @@ public enum SyncMessage: Hashable, Sendable {
             }
             if let span = reply.repairedKeys { Self.writeSpan(span, into: &writer) }
             if !reply.lostHubWrites.isEmpty { reply.lostHubWrites.encode(into: &writer) }
+            if let tip = reply.sessionTip {
+                writer.writeVarint(tip.counter)
+                writer.writeFixed64(tip.session)
+            }
             reply.delta.encode(into: &writer)
             reply.stableFrontier.encode(into: &writer)
             writer.writeVarint(UInt64(reply.rejectedKeys.count))
@@ -289,7 +310,7 @@ public enum SyncMessage: Hashable, Sendable {
         case .push:
             let device = try Self.readReplica(&reader)
             let flags = try reader.readByte()
-            guard flags & ~31 == 0, flags & 3 != 2, flags & 20 != 20 else {
+            guard flags & ~63 == 0, flags & 3 != 2, flags & 20 != 20 else {
                 throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1)
             }
             let through = flags & 2 != 0 ? try reader.readString() : nil
@@ -299,6 +320,11 @@ public enum SyncMessage: Hashable, Sendable {
                 throw .malformed(.nonCanonical, "an empty push basis is left out, not sent", at: basisAt)
             }
             let span = flags & 16 != 0 ? try Self.readSpan(&reader) : nil
+            let sessionsAt = reader.offset
+            let sessions = flags & 32 != 0 ? try WriterSessions(from: &reader) : WriterSessions()
+            guard flags & 32 == 0 || !sessions.isEmpty else {
+                throw .malformed(.nonCanonical, "empty write sessions are left out, not sent", at: sessionsAt)
+            }
             let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             if let span, let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
@@ -306,9 +332,11 @@ public enum SyncMessage: Hashable, Sendable {
             }
             let moreToCome = flags & 4 != 0
             let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
-            self = .push(SyncPush(account: account, device: device, delta: delta, acknowledgesFullState: flags & 1 != 0,
-                                  acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys, basis: basis,
-                                  fullStateKeys: span))
+            var push = SyncPush(account: account, device: device, delta: delta, acknowledgesFullState: flags & 1 != 0,
+                                acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys, basis: basis,
+                                fullStateKeys: span)
+            push.writerSessions = sessions
+            self = .push(push)
         case .poll:
             let device = try Self.readReplica(&reader)
             self = .poll(SyncPoll(account: account, device: device, digest: try reader.readFixed64()))
@@ -322,7 +350,7 @@ public enum SyncMessage: Hashable, Sendable {
             self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
         case .reply:
             let kindAndFlag = try reader.readByte()
-            let kindByte = kindAndFlag & 0x3F
+            let kindByte = kindAndFlag & 0x1F
             var kind = SyncReply.Kind.delta
             var span = KeySpan.all
             let moreToCome = kindByte == 3
@@ -344,6 +372,11 @@ public enum SyncMessage: Hashable, Sendable {
             guard kindAndFlag & 0x40 == 0 || !lostHubWrites.isEmpty else {
                 throw .malformed(.nonCanonical, "empty lost hub writes are left out, not sent", at: lostAt)
             }
+            var tip: WriterSessions.Tip?
+            if kindAndFlag & 0x20 != 0 {
+                let counter = try reader.readVarint()
+                tip = WriterSessions.Tip(counter: counter, session: try reader.readFixed64())
+            }
             let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             if let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
@@ -355,9 +388,11 @@ public enum SyncMessage: Hashable, Sendable {
             keys.reserveCapacity(count)
             for _ in 0..<count { keys.append(try reader.readString()) }
             let partialKeys = moreToCome ? try Self.readPartialKeys(&reader, of: delta, limits: limits) : []
-            self = .reply(SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys, keys: span,
-                                    moreToCome: moreToCome, partialKeys: partialKeys, repairedKeys: repairedKeys,
-                                    lostHubWrites: lostHubWrites))
+            var reply = SyncReply(account: account, kind: kind, delta: delta, stableFrontier: frontier, rejectedKeys: keys, keys: span,
+                                  moreToCome: moreToCome, partialKeys: partialKeys, repairedKeys: repairedKeys,
+                                  lostHubWrites: lostHubWrites)
+            reply.sessionTip = tip
+            self = .reply(reply)
         }
         try reader.expectEnd()
     }

@@ -1,0 +1,143 @@
+/// Which write session issued each of a writer's recent counters: how a hub tells a
+/// store restored from a backup, or copied to a second device, from the store it was
+/// copied from when both have issued the same number of counters.
+///
+/// Counters alone cannot show that: a copy that writes as many new writes as it lost
+/// reaches the same counter as the original, and a hub would take its writes for ones it
+/// has seen. But every store object draws a random session number when it opens, and
+/// the store records, for its current writer ID, the counter from which each session
+/// issued (a *run*). A copy that goes on from an older state issues under a session the
+/// original never had, so for any counter both issued the two disagree on the session.
+/// The hub keeps the session that issued the highest counter it holds of each writer
+/// (a ``Tip``): a push whose own record names another session for that counter proves the
+/// reuse, and the hub does not take it. Every reply names the tip, so the device finds out
+/// (see ``SyncReply/sessionTip``), even from a reply to a push of the store it was copied
+/// from.
+///
+/// Runs are kept from the one holding the highest counter a hub acknowledged onward, at
+/// most ``maximumRuns`` of them: older counters never need a check, since a hub only
+/// ever compares at a counter it holds, and it holds what it acknowledged.
+public struct WriterSessions: Hashable, Sendable {
+    /// Counters from `firstCounter` up to the next run's first counter (exclusive) were
+    /// issued by the store object whose session number is `session`.
+    public struct Run: Hashable, Sendable {
+        /// The first counter the session issued in this run.
+        public var firstCounter: UInt64
+        /// The session's random number.
+        public var session: UInt64
+
+        /// Creates a run.
+        public init(firstCounter: UInt64, session: UInt64) {
+            self.firstCounter = firstCounter
+            self.session = session
+        }
+    }
+
+    /// The session that issued one counter of a writer, as a hub recorded it.
+    public struct Tip: Hashable, Sendable {
+        /// The counter.
+        public var counter: UInt64
+        /// The session that issued it.
+        public var session: UInt64
+
+        /// Creates a tip.
+        public init(counter: UInt64, session: UInt64) {
+            self.counter = counter
+            self.session = session
+        }
+    }
+
+    /// The runs, by increasing first counter, each of another session than the one before.
+    public private(set) var runs: [Run]
+
+    /// The most runs kept (and sent): a store whose processes took turns writing more often
+    /// than this between two acknowledgements keeps the latest, and a hub then cannot check
+    /// the earliest counters.
+    public static let maximumRuns = 16
+
+    /// No runs: nothing known of who issued any counter.
+    public init() { runs = [] }
+
+    /// Runs in order; `nil` if they are not canonical (first counters not strictly
+    /// increasing from 1 or more, two runs in a row of one session, too many runs).
+    public init?(runs: [Run]) {
+        guard runs.count <= Self.maximumRuns, runs.first.map({ $0.firstCounter > 0 }) ?? true else { return nil }
+        for (earlier, later) in zip(runs, runs.dropFirst())
+        where later.firstCounter <= earlier.firstCounter || later.session == earlier.session {
+            return nil
+        }
+        self.runs = runs
+    }
+
+    /// Whether nothing is known.
+    public var isEmpty: Bool { runs.isEmpty }
+
+    /// The session that issued `counter`, or `nil` if these runs do not reach back to it.
+    /// A counter past the last run's first is the last run's: a caller asks only of
+    /// counters its writer issued.
+    public func session(at counter: UInt64) -> UInt64? {
+        runs.last { $0.firstCounter <= counter }?.session
+    }
+
+    /// Whether `tip` names another session for one of the first `issued` counters than
+    /// these runs do: the counter was issued twice, by this store and by another copy of
+    /// it. `false` when the runs do not reach back to the tip's counter, or the writer has
+    /// not issued it (its counters then show the reuse).
+    public func contradict(_ tip: Tip, issued: UInt64) -> Bool {
+        guard tip.counter <= issued, let session = session(at: tip.counter) else { return false }
+        return session != tip.session
+    }
+
+    /// These runs after `session` issued counters from `firstCounter` on, or `nil` if the
+    /// last run is already that session's.
+    func issuing(from firstCounter: UInt64, session: UInt64) -> WriterSessions? {
+        if runs.last?.session == session { return nil }
+        var next = self
+        next.runs.removeAll { $0.firstCounter >= firstCounter }
+        if next.runs.last?.session == session { return next }
+        next.runs.append(Run(firstCounter: firstCounter, session: session))
+        if next.runs.count > Self.maximumRuns { next.runs.removeFirst(next.runs.count - Self.maximumRuns) }
+        return next
+    }
+
+    /// These runs without those wholly below `counter` (the one holding it stays).
+    func keeping(from counter: UInt64) -> WriterSessions {
+        guard let holding = runs.lastIndex(where: { $0.firstCounter <= counter }), holding > 0 else { return self }
+        var next = self
+        next.runs.removeFirst(holding)
+        return next
+    }
+
+    /// The bytes ``encode(into:)`` writes.
+    var encodedSize: Int {
+        var writer = BinaryWriter()
+        encode(into: &writer)
+        return writer.bytes.count
+    }
+
+    /// Writes the runs: a count, then each first counter and session.
+    func encode(into writer: inout BinaryWriter) {
+        writer.writeVarint(UInt64(runs.count))
+        for run in runs {
+            writer.writeVarint(run.firstCounter)
+            writer.writeFixed64(run.session)
+        }
+    }
+
+    /// Reads runs written by ``encode(into:)``.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if they are truncated or not canonical.
+    init(from reader: inout BinaryReader) throws(ConvergeError) {
+        let at = reader.offset
+        let count = try reader.readCount(limit: Self.maximumRuns, minimumElementBytes: 9)
+        var runs: [Run] = []
+        for _ in 0..<count {
+            let first = try reader.readVarint()
+            runs.append(Run(firstCounter: first, session: try reader.readFixed64()))
+        }
+        guard let sessions = WriterSessions(runs: runs) else {
+            throw .malformed(.nonCanonical, "write sessions out of order, repeated or starting at counter 0", at: at)
+        }
+        self = sessions
+    }
+}
