@@ -46,6 +46,7 @@ extension Simulation {
             }
             if state != expected.state && !(hubWasRestored && Self.differOnlyInWritesTheHubLost(state, reference: expected.state)) {
                 return "\(device.id) on \(account) differs from \(expected.name): \(state.entries.count) keys with context \(state.context), against \(expected.state.entries.count) keys with context \(expected.state.context)"
+                    + Self.firstDifferingKey(state, expected.state, names: (device.id.rawValue, expected.name))
             }
             if values != expected.values {
                 let key = Set(values.keys).union(expected.values.keys).sorted().first { values[$0] != expected.values[$0] } ?? "?"
@@ -53,6 +54,20 @@ extension Simulation {
             }
         }
         return nil
+    }
+
+    /// The first key (in UTF-8 order) whose siblings differ between two states, with both
+    /// sides' siblings (dot, time, tombstone), as the end of a difference's message: two
+    /// states of as many keys under one context differ in what they hold, and only that
+    /// says where.
+    static func firstDifferingKey(_ state: ReplicatedMap, _ other: ReplicatedMap, names: (String, String)) -> String {
+        let keys = Set(state.entries.keys).union(other.entries.keys).sortedByUTF8()
+        guard let key = keys.first(where: { state.siblings(forKey: $0) != other.siblings(forKey: $0) }) else { return "" }
+        func describe(_ siblings: [Sibling]) -> String {
+            siblings.isEmpty ? "nothing"
+                : siblings.map { "\($0.dot)@\($0.timestamp.wallMilliseconds)\($0.isTombstone ? " (removal)" : "")" }.joined(separator: ", ")
+        }
+        return "; first at \(key): \(names.0) holds \(describe(state.siblings(forKey: key))), \(names.1) holds \(describe(other.siblings(forKey: key)))"
     }
 
     /// Whether a device's `state` differs from the `hub`'s only in knowing more writes, none
