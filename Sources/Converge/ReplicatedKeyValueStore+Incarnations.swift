@@ -18,8 +18,9 @@
 /// did have arrive twice (the same value and timestamp under two dots), which a read
 /// resolves like any concurrent pair; nothing is lost.
 ///
-/// What is acknowledged is recorded durably: the highest counter of the current writer ID
-/// any hub or peer reported holding.
+/// What is acknowledged is recorded durably, per account (a writer's counters are per
+/// account): the highest counter of the current writer ID any hub or peer of the account
+/// reported holding.
 ///
 /// A copy that issued exactly as many counters as the original cannot be told by counters;
 /// the hub tells it by the write sessions that issued them (``WriterSessions``), which the
@@ -27,7 +28,13 @@
 /// the hub recorded for the device's highest counter (``SyncReply/sessionTip``).
 extension ReplicatedKeyValueStore {
     static let incarnationKey = "incarnation"
-    static let acknowledgedKey = "acknowledged"
+
+    /// The metadata record of what hubs and peers of `account` acknowledged: the writer ID
+    /// and its counter, or (written before accounts had their own, and then the default
+    /// account's) the counter of the current writer ID alone.
+    static func acknowledgedKey(_ account: AccountID) -> String {
+        account == .default ? "acknowledged" : "acknowledged:" + account.rawValue
+    }
 
     /// The metadata record of the write sessions of the current writer ID in `account`:
     /// the writer ID, then ``WriterSessions/encode(into:)``.
@@ -45,10 +52,6 @@ extension ReplicatedKeyValueStore {
         metadata[incarnationKey].flatMap { UInt64(String(decoding: $0, as: UTF8.self)) }.map { max($0, 1) } ?? 1
     }
 
-    /// The highest counter of the current writer ID a hub or peer reported holding.
-    static func acknowledged(in metadata: [String: [UInt8]]) -> UInt64 {
-        metadata[acknowledgedKey].flatMap { UInt64(String(decoding: $0, as: UTF8.self)) } ?? 0
-    }
 
     /// The ID this store's writes are stamped with: ``replicaID`` in its first incarnation,
     /// `replicaID~n` after it found its counters reused (see ``ReplicaID/incarnation(_:)``).
@@ -76,6 +79,23 @@ extension ReplicatedKeyValueStore.State {
     /// ID issued counters it no longer knows of.
     func reusesCounters(given known: VersionVector) -> Bool {
         known[writerID] > map.context[writerID]
+    }
+
+    /// The highest counter of the current writer ID a hub or peer of the current account
+    /// reported holding (0 for none, or for a record of another writer ID).
+    var acknowledged: UInt64 {
+        guard let record = metadata[ReplicatedKeyValueStore.acknowledgedKey(account)] else { return 0 }
+        let fields = String(decoding: record, as: UTF8.self).split(separator: " ")
+        switch fields.count {
+        case 1: return UInt64(fields[0]) ?? 0
+        case 2: return fields[0] == writerID.rawValue ? UInt64(fields[1]) ?? 0 : 0
+        default: return 0
+        }
+    }
+
+    /// The record of `counter` acknowledged for `writer` in the current account.
+    func acknowledgedRecord(_ counter: UInt64, writer: ReplicaID) -> [String: [UInt8]?] {
+        [ReplicatedKeyValueStore.acknowledgedKey(account): Array("\(writer.rawValue) \(counter)".utf8)]
     }
 
     /// The write sessions recorded for the current writer ID in the current account (none
@@ -109,7 +129,7 @@ extension ReplicatedKeyValueStore.State {
     ///   map (it cannot: every re-stamped write is covered by the new context).
     func reincarnated() throws(ConvergeError) -> StoredState {
         let old = writerID
-        let acknowledged = ReplicatedKeyValueStore.acknowledged(in: metadata)
+        let acknowledged = acknowledged
         let incarnation = ReplicatedKeyValueStore.incarnation(in: metadata) + 1
         let newWriter = old.base.incarnation(incarnation)
         var unacknowledged: [(counter: UInt64, key: String)] = []
@@ -135,7 +155,7 @@ extension ReplicatedKeyValueStore.State {
         counters[newWriter] = UInt64(unacknowledged.count)
         var metadata = metadata
         metadata[ReplicatedKeyValueStore.incarnationKey] = Array(String(incarnation).utf8)
-        metadata[ReplicatedKeyValueStore.acknowledgedKey] = Array("0".utf8)
+        for (name, record) in acknowledgedRecord(0, writer: newWriter) { metadata[name] = record }
         // The re-stamped writes are this object's session's, under the new writer ID.
         let restamped = unacknowledged.isEmpty ? WriterSessions() : WriterSessions(runs: [.init(firstCounter: 1, session: writeSession)])!
         for (name, record) in sessionsRecord(restamped, writer: newWriter) { metadata[name] = record }
@@ -147,8 +167,8 @@ extension ReplicatedKeyValueStore.State {
     /// writes, or `nil` if it says nothing new.
     func acknowledgement(from known: [VersionVector]) -> [String: [UInt8]?]? {
         let highest = known.map { $0[writerID] }.max() ?? 0
-        guard highest > ReplicatedKeyValueStore.acknowledged(in: metadata) else { return nil }
-        var change: [String: [UInt8]?] = [ReplicatedKeyValueStore.acknowledgedKey: Array(String(highest).utf8)]
+        guard highest > acknowledged else { return nil }
+        var change = acknowledgedRecord(highest, writer: writerID)
         // Runs wholly below what a hub or peer holds need no check any more.
         let sessions = writerSessions
         let kept = sessions.keeping(from: highest)

@@ -128,6 +128,33 @@ struct IncarnationTests {
         }
     }
 
+    /// What a hub acknowledged is recorded per account (a writer's counters are per
+    /// account): a store acknowledged up to 3 in account A, then restored in account B
+    /// where only 1 was acknowledged, re-stamps B's writes 2 and 3. With one record for
+    /// every account it took them for acknowledged, kept them under dots the hub holds for
+    /// other writes, and lost them.
+    @Test func acknowledgementsArePerAccount() throws {
+        var hub = HubSyncMachine()
+        let storage = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        for key in ["x", "y", "z"] { try a.setValue("1", forKey: key) }
+        try exchange(a, with: &hub)
+        try a.switchAccount(to: "B")
+        try a.setValue("1", forKey: "b1")
+        try exchange(a, with: &hub)
+        let backup = try #require(try storage.load())
+        try a.setValue("1", forKey: "b2")
+        try a.setValue("1", forKey: "b3")
+        try exchange(a, with: &hub)
+        a = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        try a.setValue("2", forKey: "fresh2")
+        try a.setValue("2", forKey: "fresh3")
+        for _ in 0..<3 { try exchange(a, with: &hub) }
+        #expect(a.writerID == "A~2")
+        #expect(Set(a.values.keys) == ["b1", "b2", "b3", "fresh2", "fresh3"])
+        #expect(Set(hub.state(of: "B").entries.keys) == ["b1", "b2", "b3", "fresh2", "fresh3"])
+    }
+
     /// Two copies of one store that each write as many writes, then sync one after the
     /// other: the second is told its counters were reused, and every write survives.
     @Test func twoCopiesThatWriteAsManyEachLoseNothing() throws {
