@@ -16,6 +16,10 @@ struct SimulatedDevice {
     var flushScheduled = false
     /// Ledger indices of the writes the disk has not made durable yet.
     var unflushedWrites: [Int] = []
+    /// The reference model's writes a new incarnation re-stamped whose dots also name
+    /// another write (counters reused after a restore): forgotten once the incarnation is on
+    /// disk, kept if a crash loses it first.
+    var replacedOnFlush: [Int] = []
     var meshRound = 0
     /// Deliberately broken store behaviours of the run's variant, set again on every reopen.
     var removesAreNoOps = false

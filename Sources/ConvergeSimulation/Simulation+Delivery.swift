@@ -72,6 +72,9 @@ extension Simulation {
         case .droppedByFault:
             metrics.messagesDroppedByFaults += 1
             recordArrival(of: id, delivered: false)
+            // The last copy cut: what it carried reaches nobody (a restored device's write
+            // only it carried is lost with the disk).
+            if options.topology != .folder && network.receiver(of: id) == nil { model.dropped(message: id, lastCopy: true) }
             return
         case .delivered(let delivered):
             message = delivered

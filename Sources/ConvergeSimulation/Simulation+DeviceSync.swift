@@ -70,10 +70,20 @@ extension Simulation {
         changed(.device(d))
         setClock(d)
         let receipt: SyncReceipt
+        let before = (writer: devices[d].store.writerID, state: devices[d].store.replicatedState)
         do { receipt = try devices[d].store.receive(message) } catch {
             // On a full disk the store refuses the message and changes nothing: the model is
             // not told of it, so anything the store took anyway shows as a write it cannot know.
             if !refusedOnFullDisk(d, error) { violations.append(Violation(.storage, "\(devices[d].id) could not take a message: \(error)")) }
+            model.dropped(message: id, lastCopy: lastCopy)
+            return
+        }
+        if receipt.startedIncarnation || devices[d].store.writerID != before.writer {
+            // The message proved the device's counters reused: the store did not apply it
+            // (it was computed for the wrong context) and re-stamped its unacknowledged writes.
+            model.dropped(message: id, lastCopy: lastCopy)
+            observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state)
+            scheduleFlush(d)
             return
         }
         // A reply or gossip brings the device what its sender knew (if the device is still on

@@ -46,6 +46,12 @@ extension Simulation {
         case .clockJump(let d, let by):
             metrics.clockJumps += 1
             devices[d].clockOffsetMs += by
+        case .deviceBackup(let d):
+            // What the disk has made durable is copied, as a backup of a running phone would.
+            deviceBackups[d] = devices[d].disk.snapshot()
+            model.backedUpDevice(d)
+        case .deviceRestore(let d, let down):
+            restoreDeviceFromBackup(d, downMs: down)
         case .set, .remove, .synchronize, .read:
             preconditionFailure("not a fault: \(fault)")
         }
@@ -64,6 +70,43 @@ extension Simulation {
             model.forget(ledgerIndex: index)
         }
         devices[d].unflushedWrites.removeAll()
+        devices[d].replacedOnFlush.removeAll()
+    }
+
+    /// Device `d` powers off and its disk is replaced by its last backup (an empty disk
+    /// without one); it restarts from it after `downMs` (or when the crash it is in ends).
+    ///
+    /// Its writes the backup does not hold are gone with the disk. Those no other replica
+    /// knows were never acknowledged: the ledger and the model forget them (their dots will
+    /// be reused), as a crash forgets unflushed writes; those only a message still in flight
+    /// carries are forgotten if none of its copies is taken (messages keep travelling).
+    /// Those another replica knows still count: the restored store must find its counters
+    /// reused (a new incarnation) and recover them, and the checkers hold the run to them.
+    func restoreDeviceFromBackup(_ d: Int, downMs: Int) {
+        metrics.deviceRestores += 1
+        let wasDown = devices[d].crashed
+        devices[d].crashed = true
+        let own = ledger.writes.indices.filter { ledger.writes[$0].device == d && !ledger.writes[$0].forgotten }
+            .map { (ledgerIndex: $0, account: ledger.writes[$0].account, id: Self.modelID(ledger.writes[$0].dot)) }
+        let lost = model.restoredDevice(d, ownWrites: own)
+        for index in lost { ledger.forget(index) }
+        metrics.writesLostInRestores += lost.count
+        devices[d].unflushedWrites.removeAll()
+        devices[d].replacedOnFlush.removeAll()
+        let backup = deviceBackups[d] ?? nil
+        devices[d].disk.restore(backup)
+        recordMoment("\(devices[d].id) powers off; its disk is replaced by \(backup == nil ? "an empty one (no backup was taken)" : "its last backup"), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
+        changed(.device(d))
+        if !wasDown { queue.schedule(.restart(device: d), at: now + downMs) }
+    }
+
+    /// Writes of restored devices the model forgot when the last message carrying them was
+    /// gone untaken: the ledger forgets them too.
+    func forgetWritesLostWithRestoredDisks() {
+        for index in model.takeNewlyForgotten() {
+            ledger.forget(index)
+            metrics.writesLostInRestores += 1
+        }
     }
 
     /// The hub crashes: it is unreachable, and what it held only in memory is gone. Every
