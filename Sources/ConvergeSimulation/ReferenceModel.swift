@@ -185,6 +185,13 @@ struct ReferenceModel {
         return writes[index].ledgerIndex
     }
 
+    /// Counts the write at `index` of ``writes`` again (a disk restored from a backup that
+    /// still held it); returns its ledger index, if it has one.
+    mutating func revive(write index: Int) -> Int? {
+        writes[index].forgotten = false
+        return writes[index].ledgerIndex
+    }
+
     /// A message leaves `node`: it carries what the node knows of `account`, or, for one
     /// page of a change too large for one message, what it knows up to the page's `cap`
     /// (the page claims to carry each writer's writes up to a number, and the receiver is

@@ -20,6 +20,8 @@ struct SimulatedDevice {
     /// another write (counters reused after a restore): forgotten once the incarnation is on
     /// disk, kept if a crash loses it first.
     var replacedOnFlush: [Int] = []
+    /// Those of them forgotten since the disk's last backup: a restore brings them back.
+    var replacedSinceBackup: [Int] = []
     var meshRound = 0
     /// Deliberately broken store behaviours of the run's variant, set again on every reopen.
     var removesAreNoOps = false

@@ -49,6 +49,7 @@ extension Simulation {
         case .deviceBackup(let d):
             // What the disk has made durable is copied, as a backup of a running phone would.
             deviceBackups[d] = devices[d].disk.snapshot()
+            devices[d].replacedSinceBackup.removeAll()
             model.backedUpDevice(d)
         case .deviceRestore(let d, let down):
             restoreDeviceFromBackup(d, downMs: down)
@@ -86,6 +87,14 @@ extension Simulation {
         metrics.deviceRestores += 1
         let wasDown = devices[d].crashed
         devices[d].crashed = true
+        // The writes a later incarnation replaced are on the backup as they were: they count
+        // again (and their dots name two writes again, until the device finds it out anew).
+        if deviceBackups[d] != nil {
+            for write in devices[d].replacedSinceBackup {
+                if let index = model.revive(write: write) { ledger.revive(index) }
+            }
+        }
+        devices[d].replacedSinceBackup.removeAll()
         let own = ledger.writes.indices.filter { ledger.writes[$0].device == d && !ledger.writes[$0].forgotten }
             .map { (ledgerIndex: $0, account: ledger.writes[$0].account, id: Self.modelID(ledger.writes[$0].dot)) }
         let lost = model.restoredDevice(d, ownWrites: own)

@@ -99,6 +99,7 @@ extension Simulation {
         for write in devices[d].replacedOnFlush {
             if let index = model.forget(write: write) { ledger.forget(index) }
         }
+        devices[d].replacedSinceBackup += devices[d].replacedOnFlush
         devices[d].replacedOnFlush.removeAll()
     }
 }
