@@ -104,6 +104,10 @@ extension Simulation {
         devices[d].replacedOnFlush.removeAll()
         let backup = deviceBackups[d] ?? nil
         devices[d].disk.restore(backup)
+        // Its connections die with the power: a reply computed for what it held before would
+        // claim writes it no longer holds. (In the folder topology the file-sync service
+        // carries files, not connections: they still arrive.)
+        if options.topology != .folder { network.cutMessages(to: .device(d)) }
         recordMoment("\(devices[d].id) powers off; its disk is replaced by \(backup == nil ? "an empty one (no backup was taken)" : "its last backup"), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
         changed(.device(d))
         if !wasDown { queue.schedule(.restart(device: d), at: now + downMs) }
