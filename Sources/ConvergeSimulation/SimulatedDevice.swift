@@ -30,6 +30,7 @@ struct SimulatedDevice {
     var accountSwitchForgetsOldData = false
     var growsWhileOverQuota = false
     var joinKeepsOwnSiblings = false
+    var ignoresReusedCounters = false
     /// The union of the default account's contexts this device has held.
     var observed = VersionVector()
 
@@ -78,5 +79,6 @@ struct SimulatedDevice {
         if accountSwitchForgetsOldData { store._accountSwitchForgetsOldData = true }
         if growsWhileOverQuota { store._growsWhileOverQuota = true }
         if joinKeepsOwnSiblings { store._joinKeepsOwnSiblings = true }
+        if ignoresReusedCounters { store._ignoresReusedCounters = true }
     }
 }

@@ -107,6 +107,7 @@ public final class Simulation {
             device.accountSwitchForgetsOldData = hooks.accountSwitchForgetsOldData
             device.growsWhileOverQuota = hooks.storesGrowWhileOverQuota
             device.joinKeepsOwnSiblings = hooks.storesJoinKeepingOwnSiblings
+            device.ignoresReusedCounters = hooks.storesIgnoreReusedCounters
             device.breakStore()
             devices.append(device)
         }
