@@ -425,6 +425,20 @@ struct ReferenceModel {
         return (problems, replaced)
     }
 
+    /// The dots that name more than one write that counts (each once, in account then dot
+    /// order): counters a restored device reused that no new incarnation resolved.
+    func reusedDots() -> [(account: AccountID, id: WriteID)] {
+        var result: [(account: AccountID, id: WriteID)] = []
+        for account in writesByAccount.keys.sorted(by: { $0.rawValue.precedesInUTF8Order($1.rawValue) }) {
+            var seen: Set<WriteID> = [], reported: Set<WriteID> = []
+            for index in writesByAccount[account]! where !writes[index].forgotten {
+                let id = writes[index].id
+                if !seen.insert(id).inserted && reported.insert(id).inserted { result.append((account, id)) }
+            }
+        }
+        return result.sorted { $0.account == $1.account ? $0.id < $1.id : $0.account.rawValue.precedesInUTF8Order($1.account.rawValue) }
+    }
+
     /// Whether another write that counts has the same dot as `id` in `account`: a dot reused
     /// after a restore that no new incarnation has resolved.
     func isReused(_ id: WriteID, in account: AccountID) -> Bool {

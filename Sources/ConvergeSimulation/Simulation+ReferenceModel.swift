@@ -229,8 +229,13 @@ extension Simulation {
             lost += differences.lost
             for violation in differences.violations where first[violation.kind] == nil { first[violation.kind] = violation }
         }
+        // Dots that still name two writes that count: a restored device reused counters and
+        // nobody found out (what the findings above are most likely about).
+        let reused = model.reusedDots()
+        let unresolved = reused.isEmpty ? ""
+            : "; \(reused.count) dot\(reused.count == 1 ? "" : "s") still name two writes, counters reused unnoticed, first \(reused[0].id) in \(reused[0].account)"
         for kind in [Violation.Kind.lostWrite, .referenceModel] {
-            if let violation = first[kind] { violations.append(Violation(kind, violation.message + " (at the end; \(converged))")) }
+            if let violation = first[kind] { violations.append(Violation(kind, violation.message + " (at the end; \(converged)\(unresolved))")) }
         }
         metrics.lostWrites = lost
     }
