@@ -36,6 +36,10 @@ package enum PlannedEvent: Hashable, Sendable {
     /// empty disk if none was taken) instead of from its disk: a user restoring a phone from
     /// an older backup. Its store then issues counters it already issued.
     case deviceRestore(device: Int, downMs: Int)
+    /// Device `to` powers off, and restarts after `downMs` from a copy of what device
+    /// `from`'s disk has made durable, under `from`'s replica ID: a user restoring one phone's
+    /// backup onto a second phone. Two devices then write under one replica ID.
+    case deviceClone(from: Int, to: Int, downMs: Int)
 
     var isFault: Bool {
         switch self {

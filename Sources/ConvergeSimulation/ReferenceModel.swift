@@ -326,7 +326,20 @@ struct ReferenceModel {
     ///
     /// - Returns: The ledger indices of the writes lost now.
     mutating func restoredDevice(_ d: Int, ownWrites: [(ledgerIndex: Int, account: AccountID, id: WriteID)]) -> [Int] {
-        let backup = deviceBackups[d] ?? [:]
+        replacedDisk(of: d, with: deviceBackups[d] ?? [:], ownWrites: ownWrites)
+    }
+
+    /// Device `d`'s disk was replaced by a copy of device `source`'s durable disk (a clone):
+    /// it knows what that disk knew, and its own writes are forgotten or kept as in
+    /// ``restoredDevice(_:ownWrites:)``.
+    ///
+    /// - Returns: The ledger indices of the writes lost now.
+    mutating func clonedDevice(_ d: Int, from source: Int, ownWrites: [(ledgerIndex: Int, account: AccountID, id: WriteID)]) -> [Int] {
+        replacedDisk(of: d, with: durable[source] ?? [:], ownWrites: ownWrites)
+    }
+
+    private mutating func replacedDisk(of d: Int, with backup: [AccountID: Knowledge],
+                                       ownWrites: [(ledgerIndex: Int, account: AccountID, id: WriteID)]) -> [Int] {
         var lost: [Int] = []
         for write in ownWrites where !Self.knows(backup[write.account] ?? [:], write.id) {
             guard !isKnown(write.id, in: write.account, apartFrom: .device(d)) else { continue }

@@ -4,7 +4,11 @@
 /// clock the simulator sets. The store holds the device's sync state machines.
 struct SimulatedDevice {
     let index: Int
+    /// The device's name in reports and stories (`d0`, `d1`, …): which phone it is.
     let id: ReplicaID
+    /// The replica ID its store opens with: ``id``, unless its disk was cloned from another
+    /// device's (``PlannedEvent/deviceClone(from:to:downMs:)``), whose ID it then shares.
+    var replicaID: ReplicaID
     let quota: Quota
     let policies: MergePolicies
     let disk = SimulatedDisk()
@@ -40,11 +44,12 @@ struct SimulatedDevice {
     init(index: Int, quota: Quota, policies: MergePolicies, hubRequestBytes: Int = DeviceSyncMachine.defaultMaximumPushBytes) {
         self.index = index
         id = ReplicaID("d\(index)")!
+        replicaID = id
         self.quota = quota
         self.policies = policies
         self.hubRequestBytes = hubRequestBytes
         // An empty disk cannot fail to load.
-        store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        store = try! ReplicatedKeyValueStore(replicaID: replicaID, storage: disk, quota: quota, policies: policies, clock: clock)
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
         store.maximumHubRequestBytes = hubRequestBytes
     }
@@ -65,7 +70,7 @@ struct SimulatedDevice {
     /// Reopens the store from what the disk made durable; its sync machines start fresh
     /// (their state is volatile: the next exchange starts from nothing reported).
     mutating func reopen() throws(ConvergeError) {
-        store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        store = try ReplicatedKeyValueStore(replicaID: replicaID, storage: disk, quota: quota, policies: policies, clock: clock)
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
         store.maximumHubRequestBytes = hubRequestBytes
         breakStore()

@@ -116,7 +116,7 @@ extension Simulation {
         case (.push, .hub), (.poll, .hub):
             hubReceives(decoded, from: message.from, message: id, lastCopy: lastCopy)
         case (.upToDate, .device(let d)), (.reply, .device(let d)), (.gossip, .device(let d)):
-            deviceReceives(decoded, device: d, message: id, lastCopy: lastCopy)
+            deviceReceives(decoded, device: d, from: message.from, message: id, lastCopy: lastCopy)
         default:
             violations.append(Violation(.sync, "a message reached the wrong kind of node"))
         }

@@ -45,7 +45,7 @@ extension Simulation {
     private func gossip(from d: Int, to peer: Int) -> [UInt8]? {
         let store = devices[d].store
         do {
-            guard hooks.senderGuessesPeerContext else { return try store.gossip(to: devices[peer].id) }
+            guard hooks.senderGuessesPeerContext else { return try store.gossip(to: devices[peer].replicaID) }
             let state = store.replicatedState
             return try SyncMessage.gossip(SyncGossip(account: store.account, sender: store.replicaID,
                                                      delta: state.delta(for: state.context), wantsReply: true)).encoded()
@@ -66,7 +66,7 @@ extension Simulation {
 
     /// Device `d` takes a message from the hub or a peer: its store carries it out, and
     /// answers a peer that asked.
-    func deviceReceives(_ message: SyncMessage, device d: Int, message id: Int, lastCopy: Bool) {
+    func deviceReceives(_ message: SyncMessage, device d: Int, from sender: Node, message id: Int, lastCopy: Bool) {
         changed(.device(d))
         setClock(d)
         let receipt: SyncReceipt
@@ -96,7 +96,8 @@ extension Simulation {
         if !receipt.rejectedKeys.isEmpty { metrics.quotaViolationNotices += 1 }
         observeContext(d)
         scheduleFlush(d)
-        if let (peerID, answer) = receipt.answer, let peer = devices.firstIndex(where: { $0.id == peerID }) {
+        // The device that sent the gossip, not the first with its replica ID: clones share one.
+        if let (_, answer) = receipt.answer, case .device(let peer) = sender {
             if hooks.flushesBeforeSending { flush(d) }
             send(answer, of: devices[d].store.account, from: .device(d), to: .device(peer))
         }

@@ -125,7 +125,7 @@ extension Simulation {
         case .set, .remove, .synchronize, .read:
             performOperation(event)
         case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull,
-             .deviceBackup, .deviceRestore:
+             .deviceBackup, .deviceRestore, .deviceClone:
             inject(event)
         }
     }

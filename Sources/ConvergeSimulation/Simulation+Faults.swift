@@ -48,11 +48,13 @@ extension Simulation {
             devices[d].clockOffsetMs += by
         case .deviceBackup(let d):
             // What the disk has made durable is copied, as a backup of a running phone would.
-            deviceBackups[d] = devices[d].disk.snapshot()
+            deviceBackups[d] = (devices[d].disk.snapshot(), devices[d].replicaID)
             devices[d].replacedSinceBackup.removeAll()
             model.backedUpDevice(d)
         case .deviceRestore(let d, let down):
             restoreDeviceFromBackup(d, downMs: down)
+        case .deviceClone(let from, let to, let down):
+            cloneDevice(from: from, to: to, downMs: down)
         case .set, .remove, .synchronize, .read:
             preconditionFailure("not a fault: \(fault)")
         }
@@ -102,8 +104,9 @@ extension Simulation {
         metrics.writesLostInRestores += lost.count
         devices[d].unflushedWrites.removeAll()
         devices[d].replacedOnFlush.removeAll()
-        let backup = deviceBackups[d] ?? nil
-        devices[d].disk.restore(backup)
+        let backup = deviceBackups[d]
+        devices[d].disk.restore(backup?.state)
+        if let backup { devices[d].replicaID = backup.replicaID }
         // Its connections die with the power: a reply computed for what it held before would
         // claim writes it no longer holds. (In the folder topology the file-sync service
         // carries files, not connections: they still arrive.)
@@ -111,6 +114,35 @@ extension Simulation {
         recordMoment("\(devices[d].id) powers off; its disk is replaced by \(backup == nil ? "an empty one (no backup was taken)" : "its last backup"), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
         changed(.device(d))
         if !wasDown { queue.schedule(.restart(device: d), at: now + downMs) }
+    }
+
+    /// Device `to` powers off; its disk is replaced by a copy of what device `from`'s disk has
+    /// made durable, and it restarts after `downMs` (or when the crash it is in ends) under
+    /// `from`'s replica ID: two devices then write under one ID, as after restoring one
+    /// phone's backup onto a second phone.
+    ///
+    /// The target's own disk is wiped: its writes that no other replica or message in flight
+    /// knows are lost (forgotten, as in a restore); the others count. What the copy holds,
+    /// it knows from then on.
+    func cloneDevice(from s: Int, to t: Int, downMs: Int) {
+        guard s != t else { return }
+        metrics.deviceClones += 1
+        let wasDown = devices[t].crashed
+        devices[t].crashed = true
+        let own = ledger.writes.indices.filter { ledger.writes[$0].device == t && !ledger.writes[$0].forgotten }
+            .map { (ledgerIndex: $0, account: ledger.writes[$0].account, id: Self.modelID(ledger.writes[$0].dot)) }
+        let lost = model.clonedDevice(t, from: s, ownWrites: own)
+        for index in lost { ledger.forget(index) }
+        metrics.writesLostInRestores += lost.count
+        devices[t].unflushedWrites.removeAll()
+        devices[t].replacedOnFlush.removeAll()
+        devices[t].replacedSinceBackup.removeAll()
+        devices[t].disk.restore(devices[s].disk.snapshot())
+        devices[t].replicaID = devices[s].replicaID
+        if options.topology != .folder { network.cutMessages(to: .device(t)) }
+        recordMoment("\(devices[t].id) powers off; its disk is replaced by a copy of \(devices[s].id)'s, under replica ID \(devices[s].replicaID), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
+        changed(.device(t))
+        if !wasDown { queue.schedule(.restart(device: t), at: now + downMs) }
     }
 
     /// Writes of restored devices the model forgot when the last message carrying them was

@@ -173,7 +173,7 @@ extension Simulation {
     /// (one a replica knows, one the restored device made again), which the model, reasoning
     /// by dots, cannot tell apart replica by replica: its checks during the run are off in
     /// such a run; those at the end are not.
-    var deviceWasRestored: Bool { metrics.deviceRestores > 0 }
+    var deviceWasRestored: Bool { metrics.deviceRestores + metrics.deviceClones > 0 }
 
     /// One replica against the model, in turn, as the run goes (with the law checks).
     func checkSampledReplicaAgainstModel() {

@@ -22,7 +22,7 @@ extension Simulation {
             metrics.reads += 1
             if let value = devices[d].store.value(forKey: keyName(key)) { digest.update(value.encoded()) }
         case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull,
-             .deviceBackup, .deviceRestore:
+             .deviceBackup, .deviceRestore, .deviceClone:
             preconditionFailure("not an operation: \(operation)")
         }
     }

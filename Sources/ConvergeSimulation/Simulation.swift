@@ -43,8 +43,9 @@ public final class Simulation {
     var hubDurableState: [(account: AccountID, bytes: [UInt8])]?
     /// The hub's last backup: each account's durable state when it was taken.
     var hubBackup: [(account: AccountID, bytes: [UInt8])]?
-    /// Each device's last disk backup (`nil` inside: the disk held nothing durable yet).
-    var deviceBackups: [Int: StoredState?] = [:]
+    /// Each device's last disk backup (`state` `nil`: the disk held nothing durable yet), with
+    /// the replica ID the device had then (a clone changes it).
+    var deviceBackups: [Int: (state: StoredState?, replicaID: ReplicaID)] = [:]
     /// The shared folder of the folder topology (empty in the others).
     let folder = SimulatedFolder()
     /// The folder's files the network is carrying, by message: the file it delivers.

@@ -256,6 +256,8 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var writesLostInRestores = 0
         /// New incarnations devices started on finding their counters reused.
         public var deviceIncarnations = 0
+        /// Devices restarted from a copy of another device's disk, under its replica ID.
+        public var deviceClones = 0
     }
 
     /// What the checkers looked at.

@@ -184,6 +184,7 @@ struct TraceLine: Codable {
         case .diskFull(let d, let duration): type = "diskFull"; device = d; durationMs = duration
         case .deviceBackup(let d): type = "deviceBackup"; device = d
         case .deviceRestore(let d, let down): type = "deviceRestore"; device = d; downMs = down
+        case .deviceClone(let from, let to, let down): type = "deviceClone"; devices = [from, to]; downMs = down
         }
     }
 
@@ -227,6 +228,11 @@ struct TraceLine: Codable {
         case "clockJump":
             event = .clockJump(device: try required(device, "device", devices),
                                byMs: try required(offsetMs, "offsetMs", -604_800_000...604_800_000))
+        case "deviceClone":
+            guard let pair = self.devices, pair.count == 2, pair.allSatisfy(devices.contains), pair[0] != pair[1] else {
+                throw ScenarioError("invalid deviceClone: \"devices\" must be two different devices of the run, [from, to]")
+            }
+            event = .deviceClone(from: pair[0], to: pair[1], downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
         case "deviceBackup": event = .deviceBackup(device: try required(device, "device", devices))
         case "deviceRestore":
             event = .deviceRestore(device: try required(device, "device", devices), downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
