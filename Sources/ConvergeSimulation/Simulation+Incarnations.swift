@@ -18,8 +18,11 @@ extension Simulation {
         changed(.device(d))
         var restamped: [ReferenceModel.Restamp] = []
         for key in state.entries.keys.sortedByUTF8() {
-            for sibling in state.siblings(forKey: key) where sibling.dot.replica == writer {
-                guard let original = stateBefore.siblings(forKey: key).first(where: {
+            // A sibling it held already is not a copy: a twin (a device cloned from the same
+            // disk) may have written under this writer ID first.
+            let held = stateBefore.siblings(forKey: key)
+            for sibling in state.siblings(forKey: key) where sibling.dot.replica == writer && !held.contains(sibling) {
+                guard let original = held.first(where: {
                     $0.dot.replica == writerBefore && $0.timestamp == sibling.timestamp && $0.value == sibling.value
                 }) else {
                     report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) holds \(sibling.dot) of \(key) after its new incarnation, copying no write it held"))

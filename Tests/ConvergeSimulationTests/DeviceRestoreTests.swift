@@ -140,6 +140,35 @@ struct DeviceRestoreTests {
         #expect(result.metrics.faults.deviceIncarnations == 0)
     }
 
+    /// d1 writes k3 while offline (nobody learns it), then its disk is replaced by a copy of
+    /// d0's and it restarts as replica d0; d0 writes twice more, then d1 (as d0) writes k6:
+    /// its write takes a dot the hub holds for one of d0's, the hub knows a later one, so d1
+    /// finds its counters reused and continues as `d0~2`. k3 is lost with d1's disk and
+    /// forgiven; every other write is everywhere.
+    @Test func aDiskClonedOntoASecondDeviceRunsUnderTheFirstOnesReplicaID() throws {
+        let (simulation, result) = try Self.run([
+            (10, .set(device: 0, key: 0, valueBytes: 8)),
+            (20, .set(device: 1, key: 1, valueBytes: 8)),
+            (150, .offline(device: 1, durationMs: 300)),
+            (160, .set(device: 1, key: 3, valueBytes: 8)),
+            (300, .deviceClone(from: 0, to: 1, downMs: 100)),
+            (320, .set(device: 0, key: 4, valueBytes: 8)),
+            (330, .set(device: 0, key: 5, valueBytes: 8)),
+            (600, .set(device: 1, key: 6, valueBytes: 8)),
+            (3_000, .read(device: 0, key: 0)),
+        ])
+        #expect(result.violations.isEmpty, "\(result.violations)")
+        #expect(result.metrics.faults.deviceClones == 1)
+        #expect(result.metrics.faults.writesLostInRestores == 1)
+        #expect(simulation.devices[1].replicaID == simulation.devices[0].replicaID)
+        #expect(simulation.devices[1].store.writerID.base == "d0" && simulation.devices[1].store.writerID != "d0")
+        #expect(result.metrics.faults.deviceIncarnations >= 1)
+        for device in simulation.devices {
+            for key in ["k0", "k1", "k4", "k5", "k6"] { #expect(device.store.value(forKey: key) != nil, "\(device.id) lacks \(key)") }
+            #expect(device.store.value(forKey: "k3") == nil, "\(device.id) holds the write lost with d1's disk")
+        }
+    }
+
     /// After the restore d0 writes k5 before it next syncs: the new write takes the dot the
     /// hub already holds for k1 (equal counters), which counter-based detection cannot see.
     /// The no-lost-write checker catches it (a known limitation of the store, until the hub
