@@ -90,6 +90,10 @@ extension Simulation {
         // its account); an up-to-date answer brings nothing.
         if case .upToDate = message {
             model.dropped(message: id, lastCopy: lastCopy)
+        } else if case .fromSelf? = receipt.ignored {
+            // Gossip under the device's own replica ID (a twin cloned from the same disk): the
+            // store takes nothing from it.
+            model.dropped(message: id, lastCopy: lastCopy)
         } else {
             model.delivered(message: id, to: .device(d), currentAccount: devices[d].store.account, lastCopy: lastCopy)
         }

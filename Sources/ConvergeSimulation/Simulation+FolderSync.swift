@@ -62,7 +62,9 @@ extension Simulation {
             if damaged.contains(name) {
                 self.report(Violation(.integrity, "\(devices[d].id) took \(name), a file damaged on the way (one bit flipped)"))
             }
-            guard let file = publishedFiles.first(where: { $0.name == name }) else {
+            // The latest file of that name: twins (devices cloned from one disk) write into one
+            // replica's folder, and may write the same name.
+            guard let file = publishedFiles.last(where: { $0.name == name }) else {
                 violations.append(Violation(.sync, "\(devices[d].id) took \(name), which no device wrote"))
                 continue
             }
