@@ -1,7 +1,8 @@
 import Converge
 
 /// The faults the plan injects (partitions, offline periods, hub outages, crashes, account
-/// switches, clock settings), their ends, and healing them all for the liveness phase.
+/// switches, clock settings, device restores from a backup and disks cloned onto another
+/// device), their ends, and healing them all for the liveness phase.
 extension Simulation {
     /// One fault of the plan.
     func inject(_ fault: PlannedEvent) {

@@ -12,7 +12,9 @@
 /// - `Simulation+EventLoop.swift`: the event loop (`run()`, one `step` per event);
 /// - `Simulation+Workload.swift`: the app's operations (set, remove, read, synchronize);
 /// - `Simulation+Faults.swift`: partitions, offline periods, hub outages, crashes,
-///   account switches, clocks, and healing;
+///   account switches, clocks, device restores and clones, and healing;
+/// - `Simulation+Incarnations.swift`: a device that finds its counters reused (a restored or
+///   cloned disk) and continues under a new writer ID, as the model sees it;
 /// - `SimulatedNetwork.swift` and `Simulation+Delivery.swift`: the network model, and
 ///   sending and delivering sync messages;
 /// - `Simulation+HubSync.swift` and `Simulation+DeviceSync.swift`: what the hub and a
