@@ -41,6 +41,13 @@ extension ReplicatedKeyValueStore {
         set { state.withLock { $0.brokenJoin = newValue } }
     }
 
+    /// The store never finds its counters reused (a disk restored from an older copy): it
+    /// keeps its writer ID and takes what peers send as if it held all they know of it.
+    @_spi(Testing) public var _ignoresReusedCounters: Bool {
+        get { state.withLock { $0.blindToReusedCounters } }
+        set { state.withLock { $0.blindToReusedCounters = newValue } }
+    }
+
     /// `a` joined with `b` as this store joins what it receives (left-biased under
     /// ``_joinKeepsOwnSiblings``): what the simulator's CRDT-law checker tests.
     @_spi(Testing) public func _joined(_ a: ReplicatedMap, _ b: ReplicatedMap) -> ReplicatedMap {

@@ -78,7 +78,7 @@ extension ReplicatedKeyValueStore.State {
     /// Whether `known`, what a hub or peer holds, proves that this store's current writer
     /// ID issued counters it no longer knows of.
     func reusesCounters(given known: VersionVector) -> Bool {
-        known[writerID] > map.context[writerID]
+        !blindToReusedCounters && known[writerID] > map.context[writerID]
     }
 
     /// The highest counter of the current writer ID a hub or peer of the current account

@@ -63,6 +63,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         var forgetfulAccountSwitch = false
         var brokenSoftQuota = false
         var brokenJoin = false
+        var blindToReusedCounters = false
     }
 
     struct Observers: Sendable {

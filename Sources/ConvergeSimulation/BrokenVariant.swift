@@ -80,6 +80,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// page leaves out. Caught by the no-lost-write checker (a device's context claims
     /// writes it never received).
     case pagesClaimWholeContext = "pages-claim-whole-context"
+    /// A store restored from an older copy of its disk never finds its counters reused: it
+    /// keeps writing under dots peers already hold for other writes, and takes their
+    /// answers as if it held all they know of it. Caught by the no-lost-write checker (the
+    /// writes the restored device made again, and those it never got back).
+    case unnoticedRestore = "unnoticed-restore"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -127,6 +132,8 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
         case .unrepairedHub:
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
             return options.hubRestores == 0 ? "the hub is never restored from an older copy (hubRestores = 0)" : nil
+        case .unnoticedRestore:
+            return options.deviceRestores == 0 ? "no device is restored from an older copy (deviceRestores = 0)" : nil
         }
     }
 }
@@ -184,6 +191,8 @@ struct VariantHooks {
     private(set) var hubPagesClaimWholeContext = false
     /// Whether the hub ignores repairs (``BrokenVariant/unrepairedHub``).
     private(set) var hubSkipsRepair = false
+    /// Whether stores never find their counters reused (``BrokenVariant/unnoticedRestore``).
+    private(set) var storesIgnoreReusedCounters = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -210,6 +219,7 @@ struct VariantHooks {
         case .takesIncompleteSnapshots: folderReadersTakeIncompleteSnapshots = true
         case .pagesClaimWholeContext: hubPagesClaimWholeContext = true
         case .unrepairedHub: hubSkipsRepair = true
+        case .unnoticedRestore: storesIgnoreReusedCounters = true
         }
     }
 

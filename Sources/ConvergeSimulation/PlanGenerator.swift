@@ -85,6 +85,19 @@ package enum PlanGenerator {
                 events.append(TimedEvent(timeMs: times[1], event: .hubRestore(downMs: options.hubOutageMs)))
             }
         }
+        for _ in 0..<options.deviceRestores {
+            let device = generator.next(below: devices)
+            let times = [at(), at()].sorted()
+            events.append(TimedEvent(timeMs: times[0], event: .deviceBackup(device: device)))
+            events.append(TimedEvent(timeMs: times[1], event: .deviceRestore(device: device, downMs: options.restartMs)))
+        }
+        if devices > 1 {
+            for _ in 0..<options.deviceClones {
+                let from = generator.next(below: devices)
+                let to = (from + 1 + generator.next(below: devices - 1)) % devices
+                events.append(TimedEvent(timeMs: at(), event: .deviceClone(from: from, to: to, downMs: options.restartMs)))
+            }
+        }
         // Stable: operations keep their order, faults go after operations at the same time.
         return events.enumerated().sorted { lhs, rhs in
             lhs.element.timeMs != rhs.element.timeMs ? lhs.element.timeMs < rhs.element.timeMs : lhs.offset < rhs.offset

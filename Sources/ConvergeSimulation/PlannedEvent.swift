@@ -29,10 +29,21 @@ package enum PlannedEvent: Hashable, Sendable {
     case diskFull(device: Int, durationMs: Int)
     /// The device's clock jumps by `byMs` (negative: backwards) and stays so.
     case clockJump(device: Int, byMs: Int)
+    /// A copy of what the device's disk has made durable is taken (a backup), for a later
+    /// ``deviceRestore(device:downMs:)``.
+    case deviceBackup(device: Int)
+    /// The device powers off, and restarts after `downMs` from its last backup (from an
+    /// empty disk if none was taken) instead of from its disk: a user restoring a phone from
+    /// an older backup. Its store then issues counters it already issued.
+    case deviceRestore(device: Int, downMs: Int)
+    /// Device `to` powers off, and restarts after `downMs` from a copy of what device
+    /// `from`'s disk has made durable, under `from`'s replica ID: a user restoring one phone's
+    /// backup onto a second phone. Two devices then write under one replica ID.
+    case deviceClone(from: Int, to: Int, downMs: Int)
 
     var isFault: Bool {
         switch self {
-        case .set, .remove, .synchronize, .read, .clock, .hubBackup: return false
+        case .set, .remove, .synchronize, .read, .clock, .hubBackup, .deviceBackup: return false
         default: return true
         }
     }

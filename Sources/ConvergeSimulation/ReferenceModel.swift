@@ -100,6 +100,16 @@ struct ReferenceModel {
     /// them), but what they superseded stays superseded there.
     private var hubLostWrites: [AccountID: Knowledge] = [:]
     private var inFlight: [Int: (account: AccountID, knowledge: Knowledge, excused: Set<WriteID>)] = [:]
+    /// What each device's disk had made durable when its last backup was taken (see
+    /// ``backedUpDevice(_:)``).
+    private var deviceBackups: [Int: [AccountID: Knowledge]] = [:]
+    /// Writes of a restored device that, when its disk was restored, only messages still in
+    /// flight carried (by ledger index, with those messages): one that is taken makes the
+    /// write known, and once each is gone untaken the write is lost with the disk.
+    private var doubtful: [(ledgerIndex: Int, carriers: Set<Int>)] = []
+    /// Ledger indices of the writes forgotten when their last carrier was gone, not yet
+    /// collected by ``takeNewlyForgotten()``.
+    private var newlyForgotten: [Int] = []
 
     static func knows(_ knowledge: Knowledge, _ id: WriteID) -> Bool { knowledge[id.replica, default: 0] >= id.counter }
 
@@ -169,6 +179,19 @@ struct ReferenceModel {
         if let index = writeIndexByLedger[ledgerIndex] { writes[index].forgotten = true }
     }
 
+    /// Forgets the write at `index` of ``writes``; returns its ledger index, if it has one.
+    mutating func forget(write index: Int) -> Int? {
+        writes[index].forgotten = true
+        return writes[index].ledgerIndex
+    }
+
+    /// Counts the write at `index` of ``writes`` again (a disk restored from a backup that
+    /// still held it); returns its ledger index, if it has one.
+    mutating func revive(write index: Int) -> Int? {
+        writes[index].forgotten = false
+        return writes[index].ledgerIndex
+    }
+
     /// A message leaves `node`: it carries what the node knows of `account`, or, for one
     /// page of a change too large for one message, what it knows up to the page's `cap`
     /// (the page claims to carry each writer's writes up to a number, and the receiver is
@@ -200,14 +223,21 @@ struct ReferenceModel {
     mutating func delivered(message id: Int, to node: SimulatedNetwork.Node, currentAccount: AccountID?, lastCopy: Bool) {
         guard let carried = inFlight[id] else { return }
         if lastCopy { inFlight[id] = nil }
-        if let currentAccount, currentAccount != carried.account { return }
+        if let currentAccount, currentAccount != carried.account {
+            settle(message: id, taken: false, lastCopy: lastCopy)
+            return
+        }
+        settle(message: id, taken: true, lastCopy: lastCopy)
         Self.raise(&knowledge[node, default: [:]][carried.account, default: [:]], to: carried.knowledge)
         if !carried.excused.isEmpty { excused[node, default: [:]][carried.account, default: []].formUnion(carried.excused) }
     }
 
     /// A copy of message `id` that brings nothing (a poll, an up-to-date answer, a copy a
     /// fault cut).
-    mutating func dropped(message id: Int, lastCopy: Bool) { if lastCopy { inFlight[id] = nil } }
+    mutating func dropped(message id: Int, lastCopy: Bool) {
+        if lastCopy { inFlight[id] = nil }
+        settle(message: id, taken: false, lastCopy: lastCopy)
+    }
 
     /// A backup of the hub was taken: what the hub knows now is what a restore gives back.
     mutating func backedUpHub() {
@@ -253,7 +283,11 @@ struct ReferenceModel {
         guard let carried = inFlight[id] else { return }
         if lastCopy { inFlight[id] = nil }
         var known = knowledge(of: .hub, in: carried.account)
-        guard basis.allSatisfy({ $0.value <= known[$0.key, default: 0] }) else { return }
+        guard basis.allSatisfy({ $0.value <= known[$0.key, default: 0] }) else {
+            settle(message: id, taken: false, lastCopy: lastCopy)
+            return
+        }
+        settle(message: id, taken: true, lastCopy: lastCopy)
         let sent = hubSent[d]?[carried.account] ?? [:]
         var believed: Knowledge = [:]
         var lost = hubLostWrites[carried.account] ?? [:]
@@ -275,6 +309,154 @@ struct ReferenceModel {
 
     /// Device `d` lost power: it knows what its disk had made durable.
     mutating func crashed(device d: Int) { knowledge[.device(d)] = durable[d] ?? [:] }
+
+    // MARK: Restored devices
+
+    /// A backup of device `d`'s disk was taken: what its disk has made durable is what a
+    /// restore gives back.
+    mutating func backedUpDevice(_ d: Int) { deviceBackups[d] = durable[d] ?? [:] }
+
+    /// Device `d`'s disk was replaced by its last backup (an empty disk without one): it
+    /// knows what the backup knew. Of `ownWrites` (the device's writes that still count, by
+    /// ledger index), those the backup does not hold are lost with the disk when no other
+    /// replica (the hub, a device, the hub's backup) knows them: never acknowledged, and
+    /// their dots will be reused, as after a crash. Those only messages still in flight carry
+    /// are lost if none of them is taken (see ``doubtful``); the others count, and the device
+    /// must recover them (a new incarnation) without loss.
+    ///
+    /// - Returns: The ledger indices of the writes lost now.
+    mutating func restoredDevice(_ d: Int, ownWrites: [(ledgerIndex: Int, account: AccountID, id: WriteID)]) -> [Int] {
+        replacedDisk(of: d, with: deviceBackups[d] ?? [:], ownWrites: ownWrites)
+    }
+
+    /// Device `d`'s disk was replaced by a copy of device `source`'s durable disk (a clone):
+    /// it knows what that disk knew, and its own writes are forgotten or kept as in
+    /// ``restoredDevice(_:ownWrites:)``.
+    ///
+    /// - Returns: The ledger indices of the writes lost now.
+    mutating func clonedDevice(_ d: Int, from source: Int, ownWrites: [(ledgerIndex: Int, account: AccountID, id: WriteID)]) -> [Int] {
+        replacedDisk(of: d, with: durable[source] ?? [:], ownWrites: ownWrites)
+    }
+
+    private mutating func replacedDisk(of d: Int, with backup: [AccountID: Knowledge],
+                                       ownWrites: [(ledgerIndex: Int, account: AccountID, id: WriteID)]) -> [Int] {
+        var lost: [Int] = []
+        for write in ownWrites where !Self.knows(backup[write.account] ?? [:], write.id) {
+            guard !isKnown(write.id, in: write.account, apartFrom: .device(d)) else { continue }
+            let carriers = Set(inFlight.filter { $0.value.account == write.account && Self.knows($0.value.knowledge, write.id) }.keys)
+            if carriers.isEmpty {
+                forget(ledgerIndex: write.ledgerIndex)
+                lost.append(write.ledgerIndex)
+            } else {
+                doubtful.append((write.ledgerIndex, carriers))
+            }
+        }
+        knowledge[.device(d)] = backup
+        durable[d] = backup
+        return lost
+    }
+
+    /// Whether a replica other than `node`, or the hub's backup, knows `id` in `account`.
+    private func isKnown(_ id: WriteID, in account: AccountID, apartFrom node: SimulatedNetwork.Node) -> Bool {
+        // Any one is enough: the order the dictionary visits them in decides nothing.
+        if knowledge.contains(where: { $0.key != node && Self.knows($0.value[account] ?? [:], id) }) { return true }
+        return hubBackup.map { Self.knows($0[account] ?? [:], id) } ?? false
+    }
+
+    /// A copy of message `id` was taken (or, with `taken` false, lost or refused): a
+    /// doubtful write it carries is known from now on, or lost once no carrier is left.
+    private mutating func settle(message id: Int, taken: Bool, lastCopy: Bool) {
+        guard !doubtful.isEmpty else { return }
+        if taken {
+            doubtful.removeAll { $0.carriers.contains(id) }
+            return
+        }
+        guard lastCopy else { return }
+        for index in doubtful.indices { doubtful[index].carriers.remove(id) }
+        for entry in doubtful where entry.carriers.isEmpty {
+            forget(ledgerIndex: entry.ledgerIndex)
+            newlyForgotten.append(entry.ledgerIndex)
+        }
+        doubtful.removeAll { $0.carriers.isEmpty }
+    }
+
+    /// The ledger indices of the writes lost since the last call, when the last message that
+    /// carried them was gone (see ``restoredDevice(_:ownWrites:)``).
+    mutating func takeNewlyForgotten() -> [Int] {
+        defer { newlyForgotten.removeAll() }
+        return newlyForgotten
+    }
+
+    /// One write a new incarnation re-stamped: its key, its dot before and after, and what
+    /// the store kept of it (value and timestamp), with the ledger entry of its new dot.
+    struct Restamp {
+        var key: String
+        var old: WriteID
+        var new: WriteID
+        var stamp: Stamp
+        var value: Value?
+        var ledgerIndex: Int
+    }
+
+    /// Device `d`'s store found its counters reused and started a new incarnation in
+    /// `account`: each re-stamped write is a new write under its new dot with the same value,
+    /// timestamp and causal past as the write it copies (neither supersedes the other: both
+    /// can be held, as the store documents); the device's context of its old writer ID goes
+    /// back to `oldWriterCount` (what peers acknowledged) and it knows the new writer's
+    /// `newWriterCount` writes.
+    ///
+    /// - Returns: The problems (a re-stamped write the model does not know the device held),
+    ///   and the indices in ``writes`` of the copied writes whose dot also names another write
+    ///   that counts (a dot reused after a restore): those are gone once the new incarnation
+    ///   is on disk.
+    mutating func reincarnated(device d: Int, account: AccountID, oldWriter: String, oldWriterCount: UInt64,
+                               newWriter: String, newWriterCount: UInt64, restamped: [Restamp]) -> (problems: [String], replaced: [Int]) {
+        var problems: [String] = [], replaced: [Int] = []
+        let indices = writesByAccount[account] ?? []
+        for restamp in restamped {
+            let copied = indices.last { index in
+                let write = writes[index]
+                return !write.forgotten && write.id == restamp.old && write.key == restamp.key && write.stamp == restamp.stamp
+                    && write.value == restamp.value
+            }
+            guard let copied else {
+                problems.append("d\(d) re-stamped \(restamp.old) of \(restamp.key) in \(account) as \(restamp.new), a write the model does not know")
+                continue
+            }
+            var copy = writes[copied]
+            copy.id = restamp.new
+            copy.ledgerIndex = restamp.ledgerIndex
+            writes.append(copy)
+            writesByAccount[account, default: []].append(writes.count - 1)
+            writeIndexByLedger[restamp.ledgerIndex] = writes.count - 1
+            if indices.contains(where: { $0 != copied && !writes[$0].forgotten && writes[$0].id == restamp.old }) { replaced.append(copied) }
+        }
+        var known = knowledge(of: .device(d), in: account)
+        known[oldWriter] = oldWriterCount
+        known[newWriter] = newWriterCount
+        knowledge[.device(d), default: [:]][account] = known
+        return (problems, replaced)
+    }
+
+    /// The dots that name more than one write that counts (each once, in account then dot
+    /// order): counters a restored device reused that no new incarnation resolved.
+    func reusedDots() -> [(account: AccountID, id: WriteID)] {
+        var result: [(account: AccountID, id: WriteID)] = []
+        for account in writesByAccount.keys.sorted(by: { $0.rawValue.precedesInUTF8Order($1.rawValue) }) {
+            var seen: Set<WriteID> = [], reported: Set<WriteID> = []
+            for index in writesByAccount[account]! where !writes[index].forgotten {
+                let id = writes[index].id
+                if !seen.insert(id).inserted && reported.insert(id).inserted { result.append((account, id)) }
+            }
+        }
+        return result.sorted { $0.account == $1.account ? $0.id < $1.id : $0.account.rawValue.precedesInUTF8Order($1.account.rawValue) }
+    }
+
+    /// Whether another write that counts has the same dot as `id` in `account`: a dot reused
+    /// after a restore that no new incarnation has resolved.
+    func isReused(_ id: WriteID, in account: AccountID) -> Bool {
+        (writesByAccount[account] ?? []).filter { !writes[$0].forgotten && writes[$0].id == id }.count > 1
+    }
 
     // MARK: What must hold
 

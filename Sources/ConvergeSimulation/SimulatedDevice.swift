@@ -4,7 +4,11 @@
 /// clock the simulator sets. The store holds the device's sync state machines.
 struct SimulatedDevice {
     let index: Int
+    /// The device's name in reports and stories (`d0`, `d1`, …): which phone it is.
     let id: ReplicaID
+    /// The replica ID its store opens with: ``id``, unless its disk was cloned from another
+    /// device's (``PlannedEvent/deviceClone(from:to:downMs:)``), whose ID it then shares.
+    var replicaID: ReplicaID
     let quota: Quota
     let policies: MergePolicies
     let disk = SimulatedDisk()
@@ -16,6 +20,12 @@ struct SimulatedDevice {
     var flushScheduled = false
     /// Ledger indices of the writes the disk has not made durable yet.
     var unflushedWrites: [Int] = []
+    /// The reference model's writes a new incarnation re-stamped whose dots also name
+    /// another write (counters reused after a restore): forgotten once the incarnation is on
+    /// disk, kept if a crash loses it first.
+    var replacedOnFlush: [Int] = []
+    /// Those of them forgotten since the disk's last backup: a restore brings them back.
+    var replacedSinceBackup: [Int] = []
     var meshRound = 0
     /// How many times the store was opened on this device: with the index, its write
     /// session (a store draws one at random; a run's must be the same every time).
@@ -27,6 +37,7 @@ struct SimulatedDevice {
     var accountSwitchForgetsOldData = false
     var growsWhileOverQuota = false
     var joinKeepsOwnSiblings = false
+    var ignoresReusedCounters = false
     /// The union of the default account's contexts this device has held.
     var observed = VersionVector()
 
@@ -36,11 +47,12 @@ struct SimulatedDevice {
     init(index: Int, quota: Quota, policies: MergePolicies, hubRequestBytes: Int = DeviceSyncMachine.defaultMaximumPushBytes) {
         self.index = index
         id = ReplicaID("d\(index)")!
+        replicaID = id
         self.quota = quota
         self.policies = policies
         self.hubRequestBytes = hubRequestBytes
         // An empty disk cannot fail to load.
-        store = try! ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        store = try! ReplicatedKeyValueStore(replicaID: replicaID, storage: disk, quota: quota, policies: policies, clock: clock)
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
         store.maximumHubRequestBytes = hubRequestBytes
         store.writeSession = writeSession
@@ -65,7 +77,7 @@ struct SimulatedDevice {
     /// Reopens the store from what the disk made durable; its sync machines start fresh
     /// (their state is volatile: the next exchange starts from nothing reported).
     mutating func reopen() throws(ConvergeError) {
-        store = try ReplicatedKeyValueStore(replicaID: id, storage: disk, quota: quota, policies: policies, clock: clock)
+        store = try ReplicatedKeyValueStore(replicaID: replicaID, storage: disk, quota: quota, policies: policies, clock: clock)
         opens += 1
         store.maximumClockOffsetMilliseconds = Self.clockOffsetTolerance
         store.maximumHubRequestBytes = hubRequestBytes
@@ -81,5 +93,6 @@ struct SimulatedDevice {
         if accountSwitchForgetsOldData { store._accountSwitchForgetsOldData = true }
         if growsWhileOverQuota { store._growsWhileOverQuota = true }
         if joinKeepsOwnSiblings { store._joinKeepsOwnSiblings = true }
+        if ignoresReusedCounters { store._ignoresReusedCounters = true }
     }
 }

@@ -90,6 +90,23 @@ package final class SimulatedDisk: Storage {
         contents.withLock { $0.pending.removeAll() }
     }
 
+    /// A copy of what the disk has made durable (a backup of the device's disk): what
+    /// ``restore(_:)`` puts back. Pending saves are not in it, as a backup of a running
+    /// device holds only what reached the disk.
+    package func snapshot() -> StoredState? {
+        contents.withLock { $0.durable }
+    }
+
+    /// Replaces the disk's contents with `snapshot` (an earlier ``snapshot()``, or `nil` for
+    /// an empty disk): what it held durably and every pending save are gone, as when a
+    /// device's disk is restored from a backup. Whether it is full does not change.
+    package func restore(_ snapshot: StoredState?) {
+        contents.withLock { contents in
+            contents.durable = snapshot
+            contents.pending.removeAll()
+        }
+    }
+
     private static func apply(_ pending: Pending, to state: inout StoredState?) {
         switch pending {
         case .save(let change):

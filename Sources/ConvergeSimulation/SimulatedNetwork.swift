@@ -25,6 +25,8 @@ struct SimulatedNetwork {
         var bytes: [UInt8]
         /// Deliveries still to come (two for a duplicated message).
         var copiesLeft: Int
+        /// Cut on the way: its receiver lost power since it was sent (see ``cutMessages(to:)``).
+        var cut = false
         /// Which message it is on its link.
         var decided: MessageID
     }
@@ -185,6 +187,14 @@ struct SimulatedNetwork {
         }
     }
 
+    /// Cuts every message on its way to `node`, which lost power: the connections they
+    /// travel on are gone, so no copy arrives, even after it restarts. (A reply computed for
+    /// what a device held before its disk was restored from an older copy would otherwise
+    /// claim writes it no longer holds.)
+    mutating func cutMessages(to node: Node) {
+        for id in messages.keys where messages[id]!.to == node { messages[id]!.cut = true }
+    }
+
     /// The receiver of message `id`, while a copy is still to arrive.
     func receiver(of id: Int) -> Node? { messages[id]?.to }
 
@@ -198,7 +208,7 @@ struct SimulatedNetwork {
         } else {
             messages[id] = message
         }
-        guard linkIsUp(from: message.from, to: message.to, crashed: crashed) else { return .droppedByFault }
+        guard !message.cut, linkIsUp(from: message.from, to: message.to, crashed: crashed) else { return .droppedByFault }
         return .delivered(message)
     }
 }

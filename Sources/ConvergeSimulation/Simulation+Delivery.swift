@@ -72,6 +72,9 @@ extension Simulation {
         case .droppedByFault:
             metrics.messagesDroppedByFaults += 1
             recordArrival(of: id, delivered: false)
+            // The last copy cut: what it carried reaches nobody (a restored device's write
+            // only it carried is lost with the disk).
+            if options.topology != .folder && network.receiver(of: id) == nil { model.dropped(message: id, lastCopy: true) }
             return
         case .delivered(let delivered):
             message = delivered
@@ -113,7 +116,7 @@ extension Simulation {
         case (.push, .hub), (.poll, .hub):
             hubReceives(decoded, from: message.from, message: id, lastCopy: lastCopy)
         case (.upToDate, .device(let d)), (.reply, .device(let d)), (.gossip, .device(let d)):
-            deviceReceives(decoded, device: d, message: id, lastCopy: lastCopy)
+            deviceReceives(decoded, device: d, from: message.from, message: id, lastCopy: lastCopy)
         default:
             violations.append(Violation(.sync, "a message reached the wrong kind of node"))
         }

@@ -45,7 +45,7 @@ extension Simulation {
     private func gossip(from d: Int, to peer: Int) -> [UInt8]? {
         let store = devices[d].store
         do {
-            guard hooks.senderGuessesPeerContext else { return try store.gossip(to: devices[peer].id) }
+            guard hooks.senderGuessesPeerContext else { return try store.gossip(to: devices[peer].replicaID) }
             let state = store.replicatedState
             return try SyncMessage.gossip(SyncGossip(account: store.account, sender: store.replicaID,
                                                      delta: state.delta(for: state.context), wantsReply: true)).encoded()
@@ -66,19 +66,33 @@ extension Simulation {
 
     /// Device `d` takes a message from the hub or a peer: its store carries it out, and
     /// answers a peer that asked.
-    func deviceReceives(_ message: SyncMessage, device d: Int, message id: Int, lastCopy: Bool) {
+    func deviceReceives(_ message: SyncMessage, device d: Int, from sender: Node, message id: Int, lastCopy: Bool) {
         changed(.device(d))
         setClock(d)
         let receipt: SyncReceipt
+        let before = (writer: devices[d].store.writerID, state: devices[d].store.replicatedState)
         do { receipt = try devices[d].store.receive(message) } catch {
             // On a full disk the store refuses the message and changes nothing: the model is
             // not told of it, so anything the store took anyway shows as a write it cannot know.
             if !refusedOnFullDisk(d, error) { violations.append(Violation(.storage, "\(devices[d].id) could not take a message: \(error)")) }
+            model.dropped(message: id, lastCopy: lastCopy)
+            return
+        }
+        if receipt.startedIncarnation || devices[d].store.writerID != before.writer {
+            // The message proved the device's counters reused: the store did not apply it
+            // (it was computed for the wrong context) and re-stamped its unacknowledged writes.
+            model.dropped(message: id, lastCopy: lastCopy)
+            observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state)
+            scheduleFlush(d)
             return
         }
         // A reply or gossip brings the device what its sender knew (if the device is still on
         // its account); an up-to-date answer brings nothing.
         if case .upToDate = message {
+            model.dropped(message: id, lastCopy: lastCopy)
+        } else if case .fromSelf? = receipt.ignored {
+            // Gossip under the device's own replica ID (a twin cloned from the same disk): the
+            // store takes nothing from it.
             model.dropped(message: id, lastCopy: lastCopy)
         } else {
             model.delivered(message: id, to: .device(d), currentAccount: devices[d].store.account, lastCopy: lastCopy)
@@ -86,7 +100,8 @@ extension Simulation {
         if !receipt.rejectedKeys.isEmpty { metrics.quotaViolationNotices += 1 }
         observeContext(d)
         scheduleFlush(d)
-        if let (peerID, answer) = receipt.answer, let peer = devices.firstIndex(where: { $0.id == peerID }) {
+        // The device that sent the gossip, not the first with its replica ID: clones share one.
+        if let (_, answer) = receipt.answer, case .device(let peer) = sender {
             if hooks.flushesBeforeSending { flush(d) }
             send(answer, of: devices[d].store.account, from: .device(d), to: .device(peer))
         }

@@ -44,6 +44,7 @@ extension Simulation {
     /// One step: the event, then the checks that run after every step.
     func step(_ event: Event) {
         handle(event)
+        forgetWritesLostWithRestoredDisks()
         if timeline != nil {
             for node in Set(changedThisStep).sorted(by: { SimulatedNetwork.lane($0) < SimulatedNetwork.lane($1) }) { recordConflicts(on: node) }
         }
@@ -123,7 +124,8 @@ extension Simulation {
         switch event {
         case .set, .remove, .synchronize, .read:
             performOperation(event)
-        case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull:
+        case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull,
+             .deviceBackup, .deviceRestore, .deviceClone:
             inject(event)
         }
     }

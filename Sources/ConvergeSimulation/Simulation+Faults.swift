@@ -1,7 +1,8 @@
 import Converge
 
 /// The faults the plan injects (partitions, offline periods, hub outages, crashes, account
-/// switches, clock settings), their ends, and healing them all for the liveness phase.
+/// switches, clock settings, device restores from a backup and disks cloned onto another
+/// device), their ends, and healing them all for the liveness phase.
 extension Simulation {
     /// One fault of the plan.
     func inject(_ fault: PlannedEvent) {
@@ -46,6 +47,15 @@ extension Simulation {
         case .clockJump(let d, let by):
             metrics.clockJumps += 1
             devices[d].clockOffsetMs += by
+        case .deviceBackup(let d):
+            // What the disk has made durable is copied, as a backup of a running phone would.
+            deviceBackups[d] = (devices[d].disk.snapshot(), devices[d].replicaID)
+            devices[d].replacedSinceBackup.removeAll()
+            model.backedUpDevice(d)
+        case .deviceRestore(let d, let down):
+            restoreDeviceFromBackup(d, downMs: down)
+        case .deviceClone(let from, let to, let down):
+            cloneDevice(from: from, to: to, downMs: down)
         case .set, .remove, .synchronize, .read:
             preconditionFailure("not a fault: \(fault)")
         }
@@ -64,6 +74,85 @@ extension Simulation {
             model.forget(ledgerIndex: index)
         }
         devices[d].unflushedWrites.removeAll()
+        devices[d].replacedOnFlush.removeAll()
+    }
+
+    /// Device `d` powers off and its disk is replaced by its last backup (an empty disk
+    /// without one); it restarts from it after `downMs` (or when the crash it is in ends).
+    ///
+    /// Its writes the backup does not hold are gone with the disk. Those no other replica
+    /// knows were never acknowledged: the ledger and the model forget them (their dots will
+    /// be reused), as a crash forgets unflushed writes; those only a message still in flight
+    /// carries are forgotten if none of its copies is taken (messages keep travelling).
+    /// Those another replica knows still count: the restored store must find its counters
+    /// reused (a new incarnation) and recover them, and the checkers hold the run to them.
+    func restoreDeviceFromBackup(_ d: Int, downMs: Int) {
+        metrics.deviceRestores += 1
+        let wasDown = devices[d].crashed
+        devices[d].crashed = true
+        // The writes a later incarnation replaced are on the backup as they were: they count
+        // again (and their dots name two writes again, until the device finds it out anew).
+        if deviceBackups[d] != nil {
+            for write in devices[d].replacedSinceBackup {
+                if let index = model.revive(write: write) { ledger.revive(index) }
+            }
+        }
+        devices[d].replacedSinceBackup.removeAll()
+        let own = ledger.writes.indices.filter { ledger.writes[$0].device == d && !ledger.writes[$0].forgotten }
+            .map { (ledgerIndex: $0, account: ledger.writes[$0].account, id: Self.modelID(ledger.writes[$0].dot)) }
+        let lost = model.restoredDevice(d, ownWrites: own)
+        for index in lost { ledger.forget(index) }
+        metrics.writesLostInRestores += lost.count
+        devices[d].unflushedWrites.removeAll()
+        devices[d].replacedOnFlush.removeAll()
+        let backup = deviceBackups[d]
+        devices[d].disk.restore(backup?.state)
+        if let backup { devices[d].replicaID = backup.replicaID }
+        // Its connections die with the power: a reply computed for what it held before would
+        // claim writes it no longer holds. (In the folder topology the file-sync service
+        // carries files, not connections: they still arrive.)
+        if options.topology != .folder { network.cutMessages(to: .device(d)) }
+        recordMoment("\(devices[d].id) powers off; its disk is replaced by \(backup == nil ? "an empty one (no backup was taken)" : "its last backup"), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
+        changed(.device(d))
+        if !wasDown { queue.schedule(.restart(device: d), at: now + downMs) }
+    }
+
+    /// Device `to` powers off; its disk is replaced by a copy of what device `from`'s disk has
+    /// made durable, and it restarts after `downMs` (or when the crash it is in ends) under
+    /// `from`'s replica ID: two devices then write under one ID, as after restoring one
+    /// phone's backup onto a second phone.
+    ///
+    /// The target's own disk is wiped: its writes that no other replica or message in flight
+    /// knows are lost (forgotten, as in a restore); the others count. What the copy holds,
+    /// it knows from then on.
+    func cloneDevice(from s: Int, to t: Int, downMs: Int) {
+        guard s != t else { return }
+        metrics.deviceClones += 1
+        let wasDown = devices[t].crashed
+        devices[t].crashed = true
+        let own = ledger.writes.indices.filter { ledger.writes[$0].device == t && !ledger.writes[$0].forgotten }
+            .map { (ledgerIndex: $0, account: ledger.writes[$0].account, id: Self.modelID(ledger.writes[$0].dot)) }
+        let lost = model.clonedDevice(t, from: s, ownWrites: own)
+        for index in lost { ledger.forget(index) }
+        metrics.writesLostInRestores += lost.count
+        devices[t].unflushedWrites.removeAll()
+        devices[t].replacedOnFlush.removeAll()
+        devices[t].replacedSinceBackup.removeAll()
+        devices[t].disk.restore(devices[s].disk.snapshot())
+        devices[t].replicaID = devices[s].replicaID
+        if options.topology != .folder { network.cutMessages(to: .device(t)) }
+        recordMoment("\(devices[t].id) powers off; its disk is replaced by a copy of \(devices[s].id)'s, under replica ID \(devices[s].replicaID), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
+        changed(.device(t))
+        if !wasDown { queue.schedule(.restart(device: t), at: now + downMs) }
+    }
+
+    /// Writes of restored devices the model forgot when the last message carrying them was
+    /// gone untaken: the ledger forgets them too.
+    func forgetWritesLostWithRestoredDisks() {
+        for index in model.takeNewlyForgotten() {
+            ledger.forget(index)
+            metrics.writesLostInRestores += 1
+        }
     }
 
     /// The hub crashes: it is unreachable, and what it held only in memory is gone. Every

@@ -33,12 +33,21 @@ extension Simulation {
         transport._readsPastGaps = hooks.folderReadersReadPastGaps
         transport.maximumFileBytes = options.folderFileBytes
         transport._takesIncompleteSnapshots = hooks.folderReadersTakeIncompleteSnapshots
+        let before = (writer: store.writerID, state: store.replicatedState)
         let outcome = Result { () throws(ConvergeError) in try transport.synchronize(store) }
         // The file written carries what the device knew before it took the others' files:
         // the transport writes first, then reads (and a failure while reading leaves it written).
-        for written in folder.takeWrittenFiles() {
-            publish(written.path, account: store.account, writer: d, name: view.describe(written.path))
+        let written = folder.takeWrittenFiles()
+        // A new incarnation started either before writing (the device's own files knew more
+        // of its writes: the file written is the new incarnation's) or while reading (a file
+        // of another replica's knew more: it was not taken, and nothing after it).
+        let reincarnated = store.writerID != before.writer
+        let writtenAfter = reincarnated && written.contains { isOfNewIncarnation($0.path, writerBefore: before.writer, stateBefore: before.state) }
+        if writtenAfter { observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state) }
+        for file in written {
+            publish(file.path, account: store.account, writer: d, name: view.describe(file.path))
         }
+        defer { if reincarnated && !writtenAfter { observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state) } }
         let report: SharedFolderSync.Report
         switch outcome {
         case .success(let made): report = made
@@ -53,7 +62,9 @@ extension Simulation {
             if damaged.contains(name) {
                 self.report(Violation(.integrity, "\(devices[d].id) took \(name), a file damaged on the way (one bit flipped)"))
             }
-            guard let file = publishedFiles.first(where: { $0.name == name }) else {
+            // The latest file of that name: twins (devices cloned from one disk) write into one
+            // replica's folder, and may write the same name.
+            guard let file = publishedFiles.last(where: { $0.name == name }) else {
                 violations.append(Violation(.sync, "\(devices[d].id) took \(name), which no device wrote"))
                 continue
             }
@@ -70,6 +81,16 @@ extension Simulation {
         forgetRemovedFiles()
         observeContext(d)
         scheduleFlush(d)
+    }
+
+    /// Whether the file at `path`, which a device just wrote, was written after it started a
+    /// new incarnation: it knows less of the old writer ID than the store did before, or
+    /// names the new one.
+    private func isOfNewIncarnation(_ path: [String], writerBefore: ReplicaID, stateBefore: ReplicatedMap) -> Bool {
+        guard let bytes = folder.bytes(at: path), case .gossip(let gossip)? = try? SyncMessage(encoded: bytes) else { return false }
+        let context = gossip.delta.context
+        return context[writerBefore] < stateBefore.context[writerBefore]
+            || context.sortedEntries.contains { $0.replica != writerBefore && $0.replica.base == writerBefore.base }
     }
 
     /// A file device `writer` wrote: the model notes what it carries, and the network

@@ -113,6 +113,9 @@ extension Simulation {
         case .clock(let d, let offset, let drift): "d\(d)'s clock is \(offset) ms off, drifting \(drift) ppm"
         case .diskFull(let d, let ms): "d\(d)'s disk is full for \(ms) ms"
         case .clockJump(let d, let by): "d\(d)'s clock jumps \(by) ms"
+        case .deviceBackup(let d): "d\(d)'s disk is backed up"
+        case .deviceRestore(let d, let ms): "d\(d) powers off, down \(ms) ms, to restart from its disk's backup"
+        case .deviceClone(let from, let to, let ms): "d\(to) powers off, down \(ms) ms, to restart from a copy of d\(from)'s disk"
         }
     }
 

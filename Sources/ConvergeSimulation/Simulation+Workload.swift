@@ -21,7 +21,8 @@ extension Simulation {
             guard !devices[d].crashed else { metrics.operationsOnCrashedDevices += 1; return }
             metrics.reads += 1
             if let value = devices[d].store.value(forKey: keyName(key)) { digest.update(value.encoded()) }
-        case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull:
+        case .partition, .offline, .hubOutage, .hubCrash, .hubBackup, .hubRestore, .crash, .switchAccount, .clock, .clockJump, .diskFull,
+             .deviceBackup, .deviceRestore, .deviceClone:
             preconditionFailure("not an operation: \(operation)")
         }
     }
@@ -56,7 +57,10 @@ extension Simulation {
             && (usageAfter.keyCount > usageBefore.keyCount || usageAfter.valueBytes > usageBefore.valueBytes) {
             report(Violation(.quota, "\(devices[d].id) accepted a write of \(key) that grows usage while over the soft quota"), once: "soft-quota")
         }
-        let written = store.siblings(forKey: key).first(where: { $0.dot.replica == devices[d].id && !before.contains($0) })
+        // The store's writer ID, not the device's replica ID: after it found its counters
+        // reused (a restored disk) it writes as `ID~n`.
+        let writer = store.writerID
+        let written = store.siblings(forKey: key).first(where: { $0.dot.replica == writer && !before.contains($0) })
         if let written {
             _ = ledger.record(account: account, device: d, key: key, dot: written.dot, hasValue: value != nil, timeMs: now)
         }
@@ -90,5 +94,12 @@ extension Simulation {
         model.flushed(device: d)
         for index in devices[d].unflushedWrites { ledger.writes[index].durable = true }
         devices[d].unflushedWrites.removeAll()
+        // A new incarnation is on disk: the writes it re-stamped under dots another write
+        // also has are gone for good (see `observeIncarnation`).
+        for write in devices[d].replacedOnFlush {
+            if let index = model.forget(write: write) { ledger.forget(index) }
+        }
+        devices[d].replacedSinceBackup += devices[d].replacedOnFlush
+        devices[d].replacedOnFlush.removeAll()
     }
 }

@@ -12,7 +12,9 @@
 /// - `Simulation+EventLoop.swift`: the event loop (`run()`, one `step` per event);
 /// - `Simulation+Workload.swift`: the app's operations (set, remove, read, synchronize);
 /// - `Simulation+Faults.swift`: partitions, offline periods, hub outages, crashes,
-///   account switches, clocks, and healing;
+///   account switches, clocks, device restores and clones, and healing;
+/// - `Simulation+Incarnations.swift`: a device that finds its counters reused (a restored or
+///   cloned disk) and continues under a new writer ID, as the model sees it;
 /// - `SimulatedNetwork.swift` and `Simulation+Delivery.swift`: the network model, and
 ///   sending and delivering sync messages;
 /// - `Simulation+HubSync.swift` and `Simulation+DeviceSync.swift`: what the hub and a
@@ -43,6 +45,9 @@ public final class Simulation {
     var hubDurableState: [(account: AccountID, bytes: [UInt8])]?
     /// The hub's last backup: each account's durable state when it was taken.
     var hubBackup: [(account: AccountID, bytes: [UInt8])]?
+    /// Each device's last disk backup (`state` `nil`: the disk held nothing durable yet), with
+    /// the replica ID the device had then (a clone changes it).
+    var deviceBackups: [Int: (state: StoredState?, replicaID: ReplicaID)] = [:]
     /// The shared folder of the folder topology (empty in the others).
     let folder = SimulatedFolder()
     /// The folder's files the network is carrying, by message: the file it delivers.
@@ -105,6 +110,7 @@ public final class Simulation {
             device.accountSwitchForgetsOldData = hooks.accountSwitchForgetsOldData
             device.growsWhileOverQuota = hooks.storesGrowWhileOverQuota
             device.joinKeepsOwnSiblings = hooks.storesJoinKeepingOwnSiblings
+            device.ignoresReusedCounters = hooks.storesIgnoreReusedCounters
             device.breakStore()
             devices.append(device)
         }

@@ -249,6 +249,15 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var accountSwitches = 0
         /// Full-state replies of the hub (to devices back from retirement).
         public var fullStateReplies = 0
+        /// Devices restarted from an older copy of their disk (a backup).
+        public var deviceRestores = 0
+        /// Writes lost with a device's disk in a restore: made after the backup, and known
+        /// to no other replica and no message (never acknowledged; their dots are reused).
+        public var writesLostInRestores = 0
+        /// New incarnations devices started on finding their counters reused.
+        public var deviceIncarnations = 0
+        /// Devices restarted from a copy of another device's disk, under its replica ID.
+        public var deviceClones = 0
     }
 
     /// What the checkers looked at.

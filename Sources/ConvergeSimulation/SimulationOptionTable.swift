@@ -256,6 +256,10 @@ package enum SimulationOptionTable {
                  "largest request a device sends the hub and reply the hub makes; larger ones travel in pages (hub topology)"),
         .integer("hubRestores", \.hubRestores, in: 0...10_000, default: 0,
                  "hub restores: a backup is taken, later the hub loses its state and restarts from that older copy (hub topology)"),
+        .integer("deviceRestores", \.deviceRestores, in: 0...10_000, default: 0,
+                 "device restores: a device's disk is backed up, later the device restarts (after restartMs) from that older copy"),
+        .integer("deviceClones", \.deviceClones, in: 0...10_000, default: 0,
+                 "device clones: a device restarts (after restartMs) from a copy of another device's disk, under its replica ID"),
     ]
 
     /// The option called `name`, or `nil`.

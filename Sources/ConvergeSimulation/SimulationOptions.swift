@@ -78,6 +78,12 @@ public struct SimulationOptions: Hashable, Sendable {
     public package(set) var crashes = 0
     /// How long a crashed device stays down.
     public package(set) var restartMs = 0
+    /// Device restores: a backup of a device's disk is taken, and later the device powers off
+    /// and restarts, after `restartMs`, from that older copy of its disk.
+    public package(set) var deviceRestores = 0
+    /// Device clones: a device powers off and restarts, after `restartMs`, from a copy of
+    /// another device's disk, under that device's replica ID.
+    public package(set) var deviceClones = 0
     /// Periods a device's disk is full: every save fails, and the store must refuse what it
     /// cannot save and change nothing.
     public package(set) var diskFullPeriods = 0

@@ -227,6 +227,12 @@ package enum SpaceTimeDiagram {
                     svg.add(##"<text x="\##(format(x(at) - 4))" y="\##(format(y(.device(d)) - 12))" font-size="12">⏱<title>device \##(d)'s clock jumped by \##(by) ms at \##(at) ms</title></text>"##)
                 case .hubBackup:
                     svg.add(##"<text x="\##(format(x(at) - 4))" y="\##(format(y(.hub) - 12))" font-size="12">⎘<title>the hub's state backed up at \##(at) ms</title></text>"##)
+                case .deviceRestore(let d, let down):
+                    band(.device(d), from: at, lasting: down, color: "#e57373", title: "device \(d) powered off at \(at) ms, restarted from its disk's last backup after \(down) ms", into: &svg)
+                case .deviceClone(let from, let to, let down):
+                    band(.device(to), from: at, lasting: down, color: "#e57373", title: "device \(to) powered off at \(at) ms, restarted from a copy of device \(from)'s disk after \(down) ms", into: &svg)
+                case .deviceBackup(let d):
+                    svg.add(##"<text x="\##(format(x(at) - 4))" y="\##(format(y(.device(d)) - 12))" font-size="12">⎘<title>device \##(d)'s disk backed up at \##(at) ms</title></text>"##)
                 case .set, .remove, .synchronize, .read, .clock:
                     break
                 }

@@ -182,6 +182,9 @@ struct TraceLine: Codable {
         case .clock(let d, let offset, let drift): type = "clock"; device = d; offsetMs = offset; driftPpm = drift
         case .clockJump(let d, let by): type = "clockJump"; device = d; offsetMs = by
         case .diskFull(let d, let duration): type = "diskFull"; device = d; durationMs = duration
+        case .deviceBackup(let d): type = "deviceBackup"; device = d
+        case .deviceRestore(let d, let down): type = "deviceRestore"; device = d; downMs = down
+        case .deviceClone(let from, let to, let down): type = "deviceClone"; devices = [from, to]; downMs = down
         }
     }
 
@@ -225,6 +228,14 @@ struct TraceLine: Codable {
         case "clockJump":
             event = .clockJump(device: try required(device, "device", devices),
                                byMs: try required(offsetMs, "offsetMs", -604_800_000...604_800_000))
+        case "deviceClone":
+            guard let pair = self.devices, pair.count == 2, pair.allSatisfy(devices.contains), pair[0] != pair[1] else {
+                throw ScenarioError("invalid deviceClone: \"devices\" must be two different devices of the run, [from, to]")
+            }
+            event = .deviceClone(from: pair[0], to: pair[1], downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
+        case "deviceBackup": event = .deviceBackup(device: try required(device, "device", devices))
+        case "deviceRestore":
+            event = .deviceRestore(device: try required(device, "device", devices), downMs: try required(downMs, "downMs", 1...Int(Int32.max)))
         default: throw ScenarioError("unknown event type \"\(type)\"")
         }
         return TimedEvent(timeMs: try required(t, "t"), event: event)

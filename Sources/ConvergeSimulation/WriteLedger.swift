@@ -40,6 +40,12 @@ struct WriteLedger {
         if index[key] == i { index[key] = nil }
     }
 
+    /// A write forgotten by mistake of timing: a disk restored from a backup holds it again.
+    mutating func revive(_ i: Int) {
+        writes[i].forgotten = false
+        index[WriteKey(account: writes[i].account, dot: writes[i].dot)] = i
+    }
+
     mutating func markSuperseded(_ dots: [Dot], account: AccountID) {
         for dot in dots { superseded.insert(WriteKey(account: account, dot: dot)) }
     }

@@ -245,7 +245,7 @@ extension ReplicatedKeyValueStore {
             // store's own record names another, proves the same (a copy that issued as many).
             var countersReused = false
             if case .reply(let reply) = message, reply.account == state.account, let tip = reply.sessionTip {
-                countersReused = state.writerSessions.contradict(tip, issued: state.map.context[state.writerID])
+                countersReused = !state.blindToReusedCounters && state.writerSessions.contradict(tip, issued: state.map.context[state.writerID])
             }
             if countersReused || known.contains(where: state.reusesCounters(given:)) {
                 var receipt = SyncReceipt()

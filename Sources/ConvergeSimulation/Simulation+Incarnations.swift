@@ -1,0 +1,50 @@
+import Converge
+
+/// New incarnations: a device whose store finds its counters reused (its disk restored from
+/// an older copy) continues under a new writer ID and re-stamps the writes no peer
+/// acknowledged. The simulator sees it as the app would (the store's writer ID changes) and
+/// tells the reference model which write each new dot copies.
+extension Simulation {
+    /// Device `d`'s store started a new incarnation since it was `stateBefore`, written by
+    /// `writerBefore`: each sibling the new writer ID holds copies one the old writer ID
+    /// held at the same key (same timestamp and value). Each copy is a new local write in
+    /// the ledger (not durable until the next flush, like any write) and in the model.
+    func observeIncarnation(_ d: Int, writerBefore: ReplicaID, stateBefore: ReplicatedMap) {
+        let store = devices[d].store
+        let writer = store.writerID
+        let state = store.replicatedState
+        let account = store.account
+        metrics.deviceIncarnations += 1
+        changed(.device(d))
+        var restamped: [ReferenceModel.Restamp] = []
+        for key in state.entries.keys.sortedByUTF8() {
+            // A sibling it held already is not a copy: a twin (a device cloned from the same
+            // disk) may have written under this writer ID first.
+            let held = stateBefore.siblings(forKey: key)
+            for sibling in state.siblings(forKey: key) where sibling.dot.replica == writer && !held.contains(sibling) {
+                guard let original = held.first(where: {
+                    $0.dot.replica == writerBefore && $0.timestamp == sibling.timestamp && $0.value == sibling.value
+                }) else {
+                    report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) holds \(sibling.dot) of \(key) after its new incarnation, copying no write it held"))
+                    continue
+                }
+                restamped.append(ReferenceModel.Restamp(key: key, old: Self.modelID(original.dot), new: Self.modelID(sibling.dot),
+                                                        stamp: Self.modelStamp(sibling.timestamp), value: sibling.value, ledgerIndex: -1))
+            }
+        }
+        restamped.sort { $0.new < $1.new }
+        for index in restamped.indices {
+            let restamp = restamped[index]
+            restamped[index].ledgerIndex = ledger.record(account: account, device: d, key: restamp.key,
+                                                         dot: Dot(replica: writer, counter: restamp.new.counter),
+                                                         hasValue: restamp.value != nil, timeMs: now)
+            devices[d].unflushedWrites.append(restamped[index].ledgerIndex)
+        }
+        let outcome = model.reincarnated(device: d, account: account, oldWriter: writerBefore.rawValue,
+                                         oldWriterCount: state.context[writerBefore], newWriter: writer.rawValue,
+                                         newWriterCount: state.context[writer], restamped: restamped)
+        for problem in outcome.problems { report(Violation(.referenceModel, "at \(now) ms \(problem)")) }
+        devices[d].replacedOnFlush += outcome.replaced
+        recordMoment("\(devices[d].id) finds its counters reused (it knew \(writerBefore):\(stateBefore.context[writerBefore]), a peer more) and continues as \(writer), re-stamping \(restamped.count) unacknowledged write\(restamped.count == 1 ? "" : "s")")
+    }
+}
