@@ -8,7 +8,8 @@
 /// or the replica's own files in a shared folder that know a higher counter of the
 /// replica's writer ID than the store itself prove the reuse.
 ///
-/// The store then starts a new incarnation: it writes as `ID~n` from then on, and re-stamps
+/// The store then starts a new incarnation: it writes as `ID~n` from then on (*n* drawn,
+/// not counted, so two copies never continue under one ID), and re-stamps
 /// under the new writer ID (keeping values and timestamps) every write of its old writer ID
 /// that no peer is known to have acknowledged, so none of them can be taken for a write
 /// peers have seen. Its context for the old writer ID goes back to what peers
@@ -122,6 +123,22 @@ extension ReplicatedKeyValueStore.State {
         writerSessions.issuing(from: firstCounter, session: writeSession).map { sessionsRecord($0) } ?? [:]
     }
 
+    /// The number of the next incarnation: drawn from this object's write session and the
+    /// current incarnation, not counted up. The incarnation is recorded in the store, so a
+    /// store restored from a backup, or each of two copies, would count up to a number it
+    /// or its twin already wrote under; two sessions draw the same only by chance (1 in
+    /// 2⁴⁰).
+    var nextIncarnation: UInt64 {
+        let current = ReplicatedKeyValueStore.incarnation(in: metadata)
+        // SplitMix64's finaliser: every bit of the session and the incarnation moves the result.
+        var mixed = writeSession ^ (current &* 0x9E37_79B9_7F4A_7C15)
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        mixed ^= mixed >> 31
+        let drawn = 2 + mixed % (1 << 40)
+        return drawn == current ? drawn + 1 : drawn
+    }
+
     /// The stored state of the next incarnation: the writes of the current writer ID that no
     /// peer acknowledged re-stamped under the next one, in counter order.
     ///
@@ -130,7 +147,7 @@ extension ReplicatedKeyValueStore.State {
     func reincarnated() throws(ConvergeError) -> StoredState {
         let old = writerID
         let acknowledged = acknowledged
-        let incarnation = ReplicatedKeyValueStore.incarnation(in: metadata) + 1
+        let incarnation = nextIncarnation
         let newWriter = old.base.incarnation(incarnation)
         var unacknowledged: [(counter: UInt64, key: String)] = []
         for (key, siblings) in map.entries {

@@ -8,11 +8,12 @@
 /// the store records, for its current writer ID, the counter from which each session
 /// issued (a *run*). A copy that goes on from an older state issues under a session the
 /// original never had, so for any counter both issued the two disagree on the session.
-/// The hub keeps the session that issued the highest counter it holds of each writer
-/// (a ``Tip``): a push whose own record names another session for that counter proves the
-/// reuse, and the hub does not take it. Every reply names the tip, so the device finds out
-/// (see ``SyncReply/sessionTip``), even from a reply to a push of the store it was copied
-/// from.
+/// The hub keeps each writer's runs as its pushes named them, up to the highest counter
+/// it holds: a push whose own runs name another session for any counter both reach proves
+/// the reuse, and the hub does not take it (before it could drop a write the push claims
+/// to have seen). Every reply names the session of the highest counter the hub holds (a
+/// ``Tip``), so the device finds out (see ``SyncReply/sessionTip``), even from a reply to
+/// a push of the store it was copied from.
 ///
 /// Runs are kept from the one holding the highest counter a hub acknowledged onward, at
 /// most ``maximumRuns`` of them: older counters never need a check, since a hub only
@@ -86,6 +87,28 @@ public struct WriterSessions: Hashable, Sendable {
     public func contradict(_ tip: Tip, issued: UInt64) -> Bool {
         guard tip.counter <= issued, let session = session(at: tip.counter) else { return false }
         return session != tip.session
+    }
+
+    /// Whether `other`, another record of the same writer's runs, names another session
+    /// than these for any counter both reach, up to `through`: the writer's counters were
+    /// issued twice, by two copies of one store.
+    public func disagree(with other: WriterSessions, through: UInt64) -> Bool {
+        guard let mine = runs.first?.firstCounter, let theirs = other.runs.first?.firstCounter else { return false }
+        let from = max(mine, theirs)
+        guard from <= through else { return false }
+        // Both are constant between their runs' first counters: compare at each of them.
+        let points = [from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }
+        return points.contains { session(at: $0) != other.session(at: $0) }
+    }
+
+    /// `earlier`, a record of counters up to where these runs start, continued by these
+    /// runs (which win where both reach), at most ``maximumRuns``, the latest kept.
+    func continuing(_ earlier: WriterSessions) -> WriterSessions {
+        guard let start = runs.first?.firstCounter else { return earlier }
+        var merged = earlier.runs.filter { $0.firstCounter < start }
+        for run in runs where merged.last?.session != run.session { merged.append(run) }
+        if merged.count > Self.maximumRuns { merged.removeFirst(merged.count - Self.maximumRuns) }
+        return WriterSessions(runs: merged) ?? self
     }
 
     /// These runs after `session` issued counters from `firstCounter` on, or `nil` if the

@@ -85,6 +85,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// answers as if it held all they know of it. Caught by the no-lost-write checker (the
     /// writes the restored device made again, and those it never got back).
     case unnoticedRestore = "unnoticed-restore"
+    /// The hub never compares write sessions (``WriterSessions``): a restored or cloned
+    /// device that issued as many counters as the original goes unseen, and its writes are
+    /// taken for the ones the hub holds under the same dots. Caught by the no-lost-write
+    /// checker.
+    case sessionBlindHub = "session-blind-hub"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -134,6 +139,10 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
             return options.hubRestores == 0 ? "the hub is never restored from an older copy (hubRestores = 0)" : nil
         case .unnoticedRestore:
             return options.deviceRestores == 0 ? "no device is restored from an older copy (deviceRestores = 0)" : nil
+        case .sessionBlindHub:
+            if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
+            return options.deviceRestores == 0 && options.deviceClones == 0
+                ? "no device is restored or cloned (deviceRestores = 0, deviceClones = 0)" : nil
         }
     }
 }
@@ -193,6 +202,8 @@ struct VariantHooks {
     private(set) var hubSkipsRepair = false
     /// Whether stores never find their counters reused (``BrokenVariant/unnoticedRestore``).
     private(set) var storesIgnoreReusedCounters = false
+    /// Whether the hub never compares write sessions (``BrokenVariant/sessionBlindHub``).
+    private(set) var hubIgnoresWriterSessions = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -220,6 +231,7 @@ struct VariantHooks {
         case .pagesClaimWholeContext: hubPagesClaimWholeContext = true
         case .unrepairedHub: hubSkipsRepair = true
         case .unnoticedRestore: storesIgnoreReusedCounters = true
+        case .sessionBlindHub: hubIgnoresWriterSessions = true
         }
     }
 

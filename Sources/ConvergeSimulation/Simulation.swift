@@ -129,6 +129,7 @@ public final class Simulation {
         hub._revertsKeysEndingIn3 = hooks.hubRevertsKeysEndingIn3
         hub._pagesClaimWholeContext = hooks.hubPagesClaimWholeContext
         hub._skipsRepair = hooks.hubSkipsRepair
+        hub._ignoresWriterSessions = hooks.hubIgnoresWriterSessions
         return hub
     }
 

@@ -28,7 +28,7 @@ extension HubSyncMachine {
     /// - what any member acknowledged, and what the hub last replied to it, is within the
     ///   hub's context (a device cannot hold what the hub never had), and a reply's stable
     ///   frontier within the reply's context;
-    /// - the session recorded for a device's counter is of a counter the hub holds;
+    /// - a device's recorded sessions reach a counter the hub holds, and name its session;
     /// - the stable frontier is within the hub's context (the hub is one of the
     ///   acknowledgements it is the minimum of).
     ///
@@ -54,8 +54,10 @@ extension HubSyncMachine {
         for device in state.awaitingFullState.keys.sorted() where state.members[device] == nil && state.retired[device] == nil {
             return "\(device) awaits a full state but is neither a member nor retired"
         }
-        for device in state.sessionTips.keys.sorted() where state.sessionTips[device]!.counter > context[device] {
-            return "the session tip of \(device) at \(state.sessionTips[device]!.counter) is beyond the hub's context \(context)"
+        for device in state.sessions.keys.sorted() {
+            let known = state.sessions[device]!
+            if known.through > context[device] { return "the sessions of \(device) reach \(known.through), beyond the hub's context \(context)" }
+            if known.tip == nil { return "the sessions of \(device) do not reach back to \(known.through)" }
         }
         if !state.stability.safeFrontier.isDominated(by: context) {
             return "the stable frontier \(state.stability.safeFrontier) is beyond the hub's context \(context)"

@@ -12,9 +12,10 @@
 /// (format 3) the last key of the pages it joined and of the page last sent, each a flag
 /// byte and the key if the flag is 1; the
 /// stability tracker's candidates (frontier, witnessed) in order and its safe frontier; the
-/// counts of collected tombstones and compensating writes; (format 4) the devices in
-/// replica order, each with the highest of its counters the hub holds whose write session
-/// a push named, and that session; and (format 2) a CRC-32C of
+/// counts of collected tombstones and compensating writes; (format 4) the devices whose
+/// pushes named their write sessions, in replica order, each with the highest counter the
+/// sessions are known to reach and the sessions (``WriterSessions``); and (format 2) a
+/// CRC-32C of
 /// everything before it, so damage is refused. The cache of the last collection is not
 /// kept: it only saves work, and observing the same acknowledgements again gives the same
 /// frontier.
@@ -68,11 +69,11 @@ extension HubSyncMachine {
         state.stability.safeFrontier.encode(into: &writer)
         writer.writeVarint(UInt64(state.tombstonesCollected))
         writer.writeVarint(UInt64(state.compensations))
-        writer.writeVarint(UInt64(state.sessionTips.count))
-        for device in state.sessionTips.keys.sorted() {
+        writer.writeVarint(UInt64(state.sessions.count))
+        for device in state.sessions.keys.sorted() {
             writer.writeString(device.rawValue)
-            writer.writeVarint(state.sessionTips[device]!.counter)
-            writer.writeFixed64(state.sessionTips[device]!.session)
+            writer.writeVarint(state.sessions[device]!.through)
+            state.sessions[device]!.runs.encode(into: &writer)
         }
         return CRC32C.sealed(writer.bytes)
     }
@@ -146,12 +147,12 @@ extension HubSyncMachine {
         state.tombstonesCollected = Int(collected)
         state.compensations = Int(compensations)
         if version >= 4 {
-            let tipCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 11)
+            let sessionCount = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 3)
             previous = nil
-            for _ in 0..<tipCount {
+            for _ in 0..<sessionCount {
                 let device = try Self.readOrderedReplica(&reader, after: &previous)
-                let counter = try reader.readVarint()
-                state.sessionTips[device] = WriterSessions.Tip(counter: counter, session: try reader.readFixed64())
+                let through = try reader.readVarint()
+                state.sessions[device] = KnownSessions(runs: try WriterSessions(from: &reader), through: through)
             }
         }
         try reader.expectEnd()

@@ -81,9 +81,21 @@ public struct HubSyncMachine: Sendable {
         /// since the state was loaded from storage (see ``HubSyncMachine/writer(of:current:session:in:)``).
         /// Not stored: a copy of the state loaded again may be older than writes made from it.
         var writer: ReplicaID?
-        /// For each device, the write session that issued the highest of its counters the
-        /// hub holds (see ``WriterSessions``), as its pushes named it.
-        var sessionTips: [ReplicaID: WriterSessions.Tip] = [:]
+        /// For each device, the write sessions that issued its counters (see
+        /// ``WriterSessions``), as its pushes named them, up to the highest it holds.
+        var sessions: [ReplicaID: KnownSessions] = [:]
+    }
+
+    /// A device's write sessions as the hub knows them.
+    struct KnownSessions: Hashable, Sendable {
+        var runs: WriterSessions
+        /// The highest counter of the device the runs are known to reach.
+        var through: UInt64
+
+        /// The session that issued ``through``.
+        var tip: WriterSessions.Tip? {
+            runs.session(at: through).map { WriterSessions.Tip(counter: through, session: $0) }
+        }
     }
 
     /// A returning device's way through the hub's full state.
@@ -254,7 +266,7 @@ public struct HubSyncMachine: Sendable {
             // and repair the hub again after it (dropping a lost write they saw replaced).
             for member in state.members.keys where member != push.device { state.awaitingFullState[member] = Returning() }
         }
-        recordSessionTip(of: push, in: &state)
+        recordSessions(of: push, in: &state)
         compensations += made
         let rejected = made.map(\.key)
         // A returning device starts from what the hub sent it before it was retired. One
@@ -268,7 +280,7 @@ public struct HubSyncMachine: Sendable {
         let frontier = collect(&state)
         let lost = _hidesLostWrites ? VersionVector() : Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account,
-                                      lostHubWrites: lost, sessionTip: state.sessionTips[push.device])
+                                      lostHubWrites: lost, sessionTip: state.sessions[push.device]?.tip)
         var reply: SyncReply
         // A full state goes in answer to a whole push: its pages are computed within the
         // context the push shows the device holds, and a page of the device's changes shows
@@ -293,7 +305,7 @@ public struct HubSyncMachine: Sendable {
         }
         reply.repairedKeys = push.fullStateKeys
         reply.lostHubWrites = lost
-        reply.sessionTip = state.sessionTips[push.device]
+        reply.sessionTip = state.sessions[push.device]?.tip
         // A page (a reply under less than the hub's context) announces no frontier: the device
         // decides what to collect from its own siblings, and a page may leave out a live
         // sibling concurrent with a tombstone the frontier covers.
@@ -330,28 +342,34 @@ public struct HubSyncMachine: Sendable {
     }
 
     /// The answer to a push whose write sessions name another session for a counter of the
-    /// device than the one that issued it to the hub (``SyncReply/sessionTip``): the
-    /// device's counters were reused, and its writes under them would be taken for the ones
-    /// the hub holds. It is not applied; the reply carries nothing but the tip. A push
-    /// that does not reach the counter the hub recorded is caught by its counters instead
-    /// (the hub's context then shows more of the device than it has), and one without
-    /// sessions that reach back to it is not checked. Nothing changes.
+    /// device than the one that issued it to the hub: the device's counters were reused,
+    /// and its writes under them would be taken for the ones the hub holds (and siblings
+    /// its context claims dropped). It is not applied; the reply carries no write, only the
+    /// hub's tip (``SyncReply/sessionTip``) and, as its context, how far the hub holds the
+    /// device's writes. A push without sessions that reach the hub's record is not
+    /// checked. Nothing changes.
     func answerToReusedCounters(_ push: SyncPush) -> SyncReply? {
-        guard let tip = accounts[push.account]?.sessionTips[push.device],
-              push.writerSessions.contradict(tip, issued: push.delta.context[push.device]) else { return nil }
-        var reply = SyncReply(account: push.account, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()),
+        guard let known = accounts[push.account]?.sessions[push.device],
+              push.writerSessions.disagree(with: known.runs, through: min(known.through, push.delta.context[push.device])) else {
+            return nil
+        }
+        // The context names how far the hub holds the device's writes, which shows a device
+        // that issued fewer counters than that its reuse (the tip shows one that issued as many).
+        var reply = SyncReply(account: push.account, kind: .delta,
+                              delta: ReplicatedMap.Delta(entries: [:], context: VersionVector([push.device: known.through])),
                               stableFrontier: VersionVector(), rejectedKeys: [])
-        reply.sessionTip = tip
+        reply.sessionTip = known.tip
         return reply
     }
 
-    /// Records which session issued the highest counter of the pushing device the hub now
-    /// holds, when the push names it.
-    private func recordSessionTip(of push: SyncPush, in state: inout AccountState) {
+    /// Records the sessions that issued the pushing device's counters, when the push names
+    /// them and reaches as far as the hub's record.
+    private func recordSessions(of push: SyncPush, in state: inout AccountState) {
         let own = push.delta.context[push.device]
-        guard own > 0, state.map.context[push.device] == own, own >= state.sessionTips[push.device]?.counter ?? 0,
-              let session = push.writerSessions.session(at: own) else { return }
-        state.sessionTips[push.device] = WriterSessions.Tip(counter: own, session: session)
+        let known = state.sessions[push.device]
+        guard own > 0, push.writerSessions.session(at: own) != nil, state.map.context[push.device] == own,
+              own >= known?.through ?? 0 else { return }
+        state.sessions[push.device] = KnownSessions(runs: push.writerSessions.continuing(known?.runs ?? WriterSessions()), through: own)
     }
 
     /// The writes of the hub's own ID `hub` (any incarnation) that a device claims and the
@@ -575,7 +593,7 @@ public struct HubSyncMachine: Sendable {
     /// The write session that issued the highest counter of `device` the hub holds in
     /// `account`, as its pushes named it (see ``WriterSessions``), or `nil` if none did.
     package func sessionTip(of device: ReplicaID, in account: AccountID) -> UInt64? {
-        accounts[account]?.sessionTips[device]?.session
+        accounts[account]?.sessions[device]?.tip?.session
     }
 
     /// The current members of `account`, in order.
