@@ -429,13 +429,24 @@ struct ReferenceModel {
             writes.append(copy)
             writesByAccount[account, default: []].append(writes.count - 1)
             writeIndexByLedger[restamp.ledgerIndex] = writes.count - 1
-            if indices.contains(where: { $0 != copied && !writes[$0].forgotten && writes[$0].id == restamp.old }) { replaced.append(copied) }
+            // The copy replaces the write: the store no longer holds it under its old dot. It
+            // still counts where another replica (or a message on its way) may hold it.
+            let doubled = indices.contains { $0 != copied && !writes[$0].forgotten && writes[$0].id == restamp.old }
+            if doubled || !isKnown(restamp.old, in: account, besides: .device(d)) { replaced.append(copied) }
         }
         var known = knowledge(of: .device(d), in: account)
         known[oldWriter] = oldWriterCount
         known[newWriter] = newWriterCount
         knowledge[.device(d), default: [:]][account] = known
         return (problems, replaced)
+    }
+
+    /// Whether a node other than `node`, or a message on its way, knows `id` in `account`.
+    func isKnown(_ id: WriteID, in account: AccountID, besides node: SimulatedNetwork.Node) -> Bool {
+        for (other, accounts) in knowledge where other != node {
+            if let known = accounts[account], Self.knows(known, id) { return true }
+        }
+        return inFlight.values.contains { $0.account == account && Self.knows($0.knowledge, id) }
     }
 
     /// The dots that name more than one write that counts (each once, in account then dot

@@ -27,6 +27,9 @@ struct SimulatedNetwork {
         var copiesLeft: Int
         /// Cut on the way: its receiver lost power since it was sent (see ``cutMessages(to:)``).
         var cut = false
+        /// Sent by a process that has since lost its disk to an older copy (see
+        /// ``orphanMessages(from:)``): it arrives, but an answer has nowhere to go.
+        var orphaned = false
         /// Which message it is on its link.
         var decided: MessageID
     }
@@ -193,6 +196,15 @@ struct SimulatedNetwork {
     /// claim writes it no longer holds.)
     mutating func cutMessages(to node: Node) {
         for id in messages.keys where messages[id]!.to == node { messages[id]!.cut = true }
+    }
+
+    /// Marks every message on its way from `node` as orphaned: the process that sent it is
+    /// gone (its disk was replaced by an older copy), so the connection an answer would take
+    /// back is gone too. The message itself still arrives. (An answer computed for what the
+    /// device held before would otherwise reach the restored store and claim writes it no
+    /// longer holds.)
+    mutating func orphanMessages(from node: Node) {
+        for id in messages.keys where messages[id]!.from == node { messages[id]!.orphaned = true }
     }
 
     /// The receiver of message `id`, while a copy is still to arrive.

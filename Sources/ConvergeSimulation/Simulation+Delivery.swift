@@ -114,9 +114,9 @@ extension Simulation {
         }
         switch (decoded, message.to) {
         case (.push, .hub), (.poll, .hub):
-            hubReceives(decoded, from: message.from, message: id, lastCopy: lastCopy)
+            hubReceives(decoded, from: message.from, message: id, lastCopy: lastCopy, answered: !message.orphaned)
         case (.upToDate, .device(let d)), (.reply, .device(let d)), (.gossip, .device(let d)):
-            deviceReceives(decoded, device: d, from: message.from, message: id, lastCopy: lastCopy)
+            deviceReceives(decoded, device: d, from: message.from, message: id, lastCopy: lastCopy, answered: !message.orphaned)
         default:
             violations.append(Violation(.sync, "a message reached the wrong kind of node"))
         }

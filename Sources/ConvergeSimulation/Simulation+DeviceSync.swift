@@ -66,7 +66,7 @@ extension Simulation {
 
     /// Device `d` takes a message from the hub or a peer: its store carries it out, and
     /// answers a peer that asked.
-    func deviceReceives(_ message: SyncMessage, device d: Int, from sender: Node, message id: Int, lastCopy: Bool) {
+    func deviceReceives(_ message: SyncMessage, device d: Int, from sender: Node, message id: Int, lastCopy: Bool, answered: Bool = true) {
         changed(.device(d))
         setClock(d)
         let receipt: SyncReceipt
@@ -101,7 +101,7 @@ extension Simulation {
         observeContext(d)
         scheduleFlush(d)
         // The device that sent the gossip, not the first with its replica ID: clones share one.
-        if let (_, answer) = receipt.answer, case .device(let peer) = sender {
+        if let (_, answer) = receipt.answer, case .device(let peer) = sender, answered {
             if hooks.flushesBeforeSending { flush(d) }
             send(answer, of: devices[d].store.account, from: .device(d), to: .device(peer))
         }

@@ -111,7 +111,10 @@ extension Simulation {
         // Its connections die with the power: a reply computed for what it held before would
         // claim writes it no longer holds. (In the folder topology the file-sync service
         // carries files, not connections: they still arrive.)
-        if options.topology != .folder { network.cutMessages(to: .device(d)) }
+        if options.topology != .folder {
+            network.cutMessages(to: .device(d))
+            network.orphanMessages(from: .device(d))
+        }
         recordMoment("\(devices[d].id) powers off; its disk is replaced by \(backup == nil ? "an empty one (no backup was taken)" : "its last backup"), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
         changed(.device(d))
         if !wasDown { queue.schedule(.restart(device: d), at: now + downMs) }
@@ -140,7 +143,10 @@ extension Simulation {
         devices[t].replacedSinceBackup.removeAll()
         devices[t].disk.restore(devices[s].disk.snapshot())
         devices[t].replicaID = devices[s].replicaID
-        if options.topology != .folder { network.cutMessages(to: .device(t)) }
+        if options.topology != .folder {
+            network.cutMessages(to: .device(t))
+            network.orphanMessages(from: .device(t))
+        }
         recordMoment("\(devices[t].id) powers off; its disk is replaced by a copy of \(devices[s].id)'s, under replica ID \(devices[s].replicaID), losing \(lost.count) write\(lost.count == 1 ? "" : "s") nobody else knew")
         changed(.device(t))
         if !wasDown { queue.schedule(.restart(device: t), at: now + downMs) }

@@ -4,7 +4,9 @@ import Converge
 /// its compensating writes go into the write ledger, and the quota checker looks at its
 /// state after every reply.
 extension Simulation {
-    func hubReceives(_ request: SyncMessage, from sender: Node, message id: Int, lastCopy: Bool) {
+    /// - Parameter answered: Whether the answer can reach the sender (not when the process
+    ///   that sent the request has lost its disk since: ``SimulatedNetwork/orphanMessages(from:)``).
+    func hubReceives(_ request: SyncMessage, from sender: Node, message id: Int, lastCopy: Bool, answered: Bool = true) {
         changed(.hub)
         // A push brings the hub what its device knew; a poll brings nothing.
         var account: AccountID?
@@ -12,7 +14,11 @@ extension Simulation {
         if case .push(let push) = request {
             account = push.account
             knownBefore = model.knowledge(of: .hub, in: push.account)
-            if case .device(let d) = sender {
+            if case .device(let d) = sender, hub.refusesForReusedCounters(push) {
+                // The hub takes nothing of a push whose write sessions show its counters reused.
+                // The model cannot tell sessions apart; what it checks is that nothing is lost.
+                model.dropped(message: id, lastCopy: lastCopy)
+            } else if case .device(let d) = sender {
                 let entries = push.delta.entries.values.flatMap { $0.map { Self.modelID($0.dot) } }
                 var basis = ReferenceModel.Knowledge()
                 for (replica, counter) in push.basis.sortedEntries { basis[replica.rawValue] = counter }
@@ -44,7 +50,7 @@ extension Simulation {
         } else {
             metrics.upToDateAnswers += 1
         }
-        guard case .device(let d) = sender else { return }
+        guard case .device(let d) = sender, answered else { return }
         let answered: AccountID
         switch answer {
         case .reply(let reply): answered = reply.account

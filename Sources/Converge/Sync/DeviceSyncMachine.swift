@@ -131,6 +131,9 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         switch message {
         case .reply(let reply):
             guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
+            // An answer to this store's previous incarnation: computed for writes it no longer
+            // holds under that ID.
+            if let answered = reply.device, answered != device { return [.ignore(.unexpected)] }
             // A whole reply (not a page) announces the hub's stable frontier, which only grows.
             let whole = reply.kind == .delta ? !reply.moreToCome : reply.keys == .all
             // A page of nothing under a context the device holds asks for a push (the hub

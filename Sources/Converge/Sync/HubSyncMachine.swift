@@ -199,8 +199,14 @@ public struct HubSyncMachine: Sendable {
     private mutating func receive(_ push: SyncPush, nowMilliseconds: UInt64, compensations: inout [HubCompensation],
                                   contextIsCurrent: Bool) throws(ConvergeError) -> SyncReply {
         try check(push, nowMilliseconds: nowMilliseconds)
-        if !_ignoresLostBasis, let reply = answerToLostBasis(push) { return reply }
-        if !_ignoresWriterSessions, let reply = answerToReusedCounters(push) { return reply }
+        if !_ignoresLostBasis, var reply = answerToLostBasis(push) {
+            reply.device = push.device
+            return reply
+        }
+        if !_ignoresWriterSessions, var reply = answerToReusedCounters(push) {
+            reply.device = push.device
+            return reply
+        }
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
         var state = accounts[push.account] ?? AccountState()
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
@@ -280,7 +286,7 @@ public struct HubSyncMachine: Sendable {
         let frontier = collect(&state)
         let lost = _hidesLostWrites ? VersionVector() : Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account,
-                                      lostHubWrites: lost, sessionTip: state.sessions[push.device]?.tip)
+                                      lostHubWrites: lost, sessionTip: state.sessions[push.device]?.tip, device: push.device)
         var reply: SyncReply
         // A full state goes in answer to a whole push: its pages are computed within the
         // context the push shows the device holds, and a page of the device's changes shows
@@ -306,6 +312,7 @@ public struct HubSyncMachine: Sendable {
         reply.repairedKeys = push.fullStateKeys
         reply.lostHubWrites = lost
         reply.sessionTip = state.sessions[push.device]?.tip
+        reply.device = push.device
         // A page (a reply under less than the hub's context) announces no frontier: the device
         // decides what to collect from its own siblings, and a page may leave out a live
         // sibling concurrent with a tombstone the frontier covers.
@@ -333,7 +340,7 @@ public struct HubSyncMachine: Sendable {
         guard !push.basis.isDominated(by: state.map.context) else { return nil }
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
         let believed = Self.believable(push.delta, from: push.device, sent: sent)
-        let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account)
+        let budget = Self.deltaBudget(maximumReplyBytes, frontier: VersionVector(), rejectedKeys: [], account: push.account, device: push.device)
         let page = state.map.delta(for: push.moreToCome ? Self.replyBasis(believed, device: push.device, holding: state.map.context) : believed, maximumBytes: budget)
         return SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: VersionVector(), rejectedKeys: [],
                          moreToCome: !page.complete, partialKeys: page.partialKeys,
@@ -360,6 +367,13 @@ public struct HubSyncMachine: Sendable {
                               stableFrontier: VersionVector(), rejectedKeys: [])
         reply.sessionTip = known.tip
         return reply
+    }
+
+    /// Whether the hub takes nothing of `push` because its write sessions show the device's
+    /// counters reused (``answerToReusedCounters(_:)``): for the simulator's model, which
+    /// cannot see sessions.
+    package func refusesForReusedCounters(_ push: SyncPush) -> Bool {
+        !_ignoresWriterSessions && answerToReusedCounters(push) != nil
     }
 
     /// Records the sessions that issued the pushing device's counters, when the push names
@@ -405,12 +419,15 @@ public struct HubSyncMachine: Sendable {
             // whose removal it never saw. Ask for a push too, which shows what it knows.
             if let state = accounts[poll.account] {
                 let unknown = !_skipsRepair && !state.map.context.isEmpty && state.members[poll.device] == nil && state.retired[poll.device] == nil
-                let budget = Self.deltaBudget(maximumReplyBytes, frontier: state.map.context, rejectedKeys: [], account: poll.account)
+                let budget = Self.deltaBudget(maximumReplyBytes, frontier: state.map.context, rejectedKeys: [], account: poll.account,
+                                              device: poll.device)
                 let pagedFullState = (state.retired[poll.device] != nil || state.awaitingFullState[poll.device] != nil)
                     && ReplicatedMap.deltaBytesBound(entries: state.map.entries, context: state.map.context) > budget
                 if unknown || pagedFullState {
-                    return .reply(SyncReply(account: poll.account, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()),
-                                            stableFrontier: VersionVector(), rejectedKeys: [], moreToCome: true))
+                    var reply = SyncReply(account: poll.account, kind: .delta, delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()),
+                                          stableFrontier: VersionVector(), rejectedKeys: [], moreToCome: true)
+                    reply.device = poll.device
+                    return .reply(reply)
                 }
             }
             // The poll stands for a push of nothing, acknowledging the context it names: the
@@ -436,9 +453,11 @@ public struct HubSyncMachine: Sendable {
     }
 
     /// The bytes left for a reply's delta in `maximumBytes`, once its other fields (the
-    /// frontier, the rejected keys, the account, the header) are counted.
+    /// frontier, the rejected keys, the account, the device answered, the session tip, the
+    /// header) are counted.
     static func deltaBudget(_ maximumBytes: Int, frontier: VersionVector, rejectedKeys: [String], account: AccountID,
-                            lostHubWrites: VersionVector = VersionVector(), sessionTip: WriterSessions.Tip? = nil) -> Int {
+                            lostHubWrites: VersionVector = VersionVector(), sessionTip: WriterSessions.Tip? = nil,
+                            device: ReplicaID? = nil) -> Int {
         var writer = BinaryWriter()
         frontier.encode(into: &writer)
         if !lostHubWrites.isEmpty { lostHubWrites.encode(into: &writer) }
@@ -447,6 +466,7 @@ public struct HubSyncMachine: Sendable {
             writer.writeFixed64(sessionTip.session)
         }
         writer.writeString(account.rawValue)
+        if let device { writer.writeString(device.rawValue) }
         for key in rejectedKeys { writer.writeString(key) }
         return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - writer.bytes.count - 32)
     }

@@ -244,7 +244,8 @@ extension ReplicatedKeyValueStore {
             // The hub's record of which session issued a counter of this writer, if this
             // store's own record names another, proves the same (a copy that issued as many).
             var countersReused = false
-            if case .reply(let reply) = message, reply.account == state.account, let tip = reply.sessionTip {
+            if case .reply(let reply) = message, reply.account == state.account, reply.device ?? state.writerID == state.writerID,
+               let tip = reply.sessionTip {
                 countersReused = !state.blindToReusedCounters && state.writerSessions.contradict(tip, issued: state.map.context[state.writerID])
             }
             if countersReused || known.contains(where: state.reusesCounters(given:)) {

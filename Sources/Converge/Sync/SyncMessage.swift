@@ -120,6 +120,10 @@ public struct SyncReply: Hashable, Sendable {
     /// nothing of the reply. The hub does not take a push that its tip contradicts; it
     /// answers with the tip and nothing else.
     public var sessionTip: WriterSessions.Tip?
+    /// The device (writer ID) whose request this answers, or `nil` if the hub did not say.
+    /// A device that started a new incarnation since it asked is another device, and
+    /// ignores it: the answer was computed for writes it no longer holds under that ID.
+    public var device: ReplicaID?
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
     public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String],
@@ -246,9 +250,10 @@ public enum SyncMessage: Hashable, Sendable {
             // Kinds 0 and 1; 2: a page of a full state, its span's bounds following; 3: a
             // page of a delta, more to come.
             // 0x80 on the kind: the span of a repairing push the hub joined follows; 0x40: the
-            // hub's lost writes follow (after the span); 0x20: the session tip follows (after them).
+            // hub's lost writes follow (after the span); 0x20: the session tip follows (after them);
+            // 0x10: the device answered follows (after the tip).
             let repaired: UInt8 = (reply.repairedKeys == nil ? 0 : 0x80) | (reply.lostHubWrites.isEmpty ? 0 : 0x40)
-                | (reply.sessionTip == nil ? 0 : 0x20)
+                | (reply.sessionTip == nil ? 0 : 0x20) | (reply.device == nil ? 0 : 0x10)
             if reply.moreToCome {
                 writer.writeByte(3 | repaired)
             } else if reply.kind == .fullState && reply.keys != .all {
@@ -263,6 +268,7 @@ public enum SyncMessage: Hashable, Sendable {
                 writer.writeVarint(tip.counter)
                 writer.writeFixed64(tip.session)
             }
+            if let device = reply.device { writer.writeString(device.rawValue) }
             reply.delta.encode(into: &writer)
             reply.stableFrontier.encode(into: &writer)
             writer.writeVarint(UInt64(reply.rejectedKeys.count))
@@ -350,7 +356,7 @@ public enum SyncMessage: Hashable, Sendable {
             self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
         case .reply:
             let kindAndFlag = try reader.readByte()
-            let kindByte = kindAndFlag & 0x1F
+            let kindByte = kindAndFlag & 0x0F
             var kind = SyncReply.Kind.delta
             var span = KeySpan.all
             let moreToCome = kindByte == 3
@@ -377,6 +383,7 @@ public enum SyncMessage: Hashable, Sendable {
                 let counter = try reader.readVarint()
                 tip = WriterSessions.Tip(counter: counter, session: try reader.readFixed64())
             }
+            let device = kindAndFlag & 0x10 != 0 ? try Self.readReplica(&reader) : nil
             let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             if let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
@@ -392,6 +399,7 @@ public enum SyncMessage: Hashable, Sendable {
                                   moreToCome: moreToCome, partialKeys: partialKeys, repairedKeys: repairedKeys,
                                   lostHubWrites: lostHubWrites)
             reply.sessionTip = tip
+            reply.device = device
             self = .reply(reply)
         }
         try reader.expectEnd()
