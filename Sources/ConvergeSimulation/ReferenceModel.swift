@@ -425,6 +425,14 @@ struct ReferenceModel {
             }
             var copy = writes[copied]
             copy.id = restamp.new
+            // What the copy saw, as the store now holds it: of the old writer ID only what
+            // peers acknowledged (the store's context for it goes back there; the rest, its
+            // own writes since a restore, may share their dots with other writes), and the
+            // copies of the old writes the original saw, which are the new ID's first ones.
+            let original = writes[copied].past[oldWriter, default: 0]
+            copy.past[oldWriter] = min(original, oldWriterCount)
+            let sawCopies = UInt64(restamped.filter { $0.old.counter <= original }.count)
+            copy.past[newWriter] = max(copy.past[newWriter, default: 0], sawCopies)
             copy.ledgerIndex = restamp.ledgerIndex
             writes.append(copy)
             writesByAccount[account, default: []].append(writes.count - 1)

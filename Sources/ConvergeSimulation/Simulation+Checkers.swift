@@ -56,6 +56,18 @@ extension Simulation {
         return nil
     }
 
+    /// Whether `a` and `b` hold one dot with different contents (key, timestamp, value).
+    static func holdOneDotForTwoWrites(_ a: ReplicatedMap, _ b: ReplicatedMap) -> Bool {
+        var written: [Dot: (key: String, sibling: Sibling)] = [:]
+        for (key, siblings) in a.entries { for sibling in siblings { written[sibling.dot] = (key, sibling) } }
+        for (key, siblings) in b.entries {
+            for sibling in siblings {
+                if let other = written[sibling.dot], other.key != key || other.sibling != sibling { return true }
+            }
+        }
+        return false
+    }
+
     /// The first key (in UTF-8 order) whose siblings differ between two states, with both
     /// sides' siblings (dot, time, tombstone), as the end of a difference's message: two
     /// states of as many keys under one context differ in what they hold, and only that
@@ -122,6 +134,10 @@ extension Simulation {
         let i = (eventsProcessed / 256) % devices.count, j = (i + 1) % devices.count
         guard devices[i].store.account == devices[j].store.account else { return }
         let a = devices[i].store.replicatedState, b = devices[j].store.replicatedState
+        // One dot naming two different writes (a restored or cloned device's reused counter
+        // its store has not found out yet) makes the two states no replicas of one history:
+        // the laws hold for states that agree on what each dot is.
+        guard !Self.holdOneDotForTwoWrites(a, b) else { return }
         metrics.lawChecks += 1
         // The join under test is the stores' own, as they join what they receive.
         func join(_ x: ReplicatedMap, _ y: ReplicatedMap) -> ReplicatedMap { devices[i].store._joined(x, y) }

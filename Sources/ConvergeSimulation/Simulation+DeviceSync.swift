@@ -94,6 +94,9 @@ extension Simulation {
             // Gossip under the device's own replica ID (a twin cloned from the same disk): the
             // store takes nothing from it.
             model.dropped(message: id, lastCopy: lastCopy)
+        } else if case .unexpected? = receipt.ignored {
+            // An answer to the device's previous incarnation (``SyncReply/device``): nothing taken.
+            model.dropped(message: id, lastCopy: lastCopy)
         } else {
             model.delivered(message: id, to: .device(d), currentAccount: devices[d].store.account, lastCopy: lastCopy)
         }
