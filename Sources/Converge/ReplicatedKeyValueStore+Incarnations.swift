@@ -61,15 +61,19 @@ extension ReplicatedKeyValueStore {
     }
 
     /// Takes what a medium holds of this replica's own writes (the context of its latest
-    /// file in a shared folder): if it knows more of the current writer ID than the store,
-    /// the counters were reused and the store starts a new incarnation.
+    /// file in a shared folder, and the write sessions it names): if it knows more of the
+    /// current writer ID than the store, or names another session for a counter both
+    /// reach, the counters were reused and the store starts a new incarnation.
     ///
     /// - Returns: Whether a new incarnation started.
     /// - Throws: The storage's error.
     @discardableResult
-    package func checkOwnHistory(_ known: VersionVector) throws(ConvergeError) -> Bool {
+    package func checkOwnHistory(_ known: VersionVector, sessions: WriterSessions = WriterSessions()) throws(ConvergeError) -> Bool {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Bool> in
-            guard state.reusesCounters(given: known) else { return WritePlan(result: false) }
+            let issued = min(known[state.writerID], state.map.context[state.writerID])
+            let reused = state.reusesCounters(given: known)
+                || (!state.blindToReusedCounters && state.writerSessions.disagree(with: sessions, through: issued))
+            guard reused else { return WritePlan(result: false) }
             return WritePlan(update: .replaceAll(try state.reincarnated()), result: true)
         }
     }

@@ -134,9 +134,11 @@ public struct SharedFolderSync: Sendable {
         let sequence = try sequencedFiles(in: own)
         // What the folder holds of this replica: the context of its latest readable file.
         var published: VersionVector?
+        var sessions = WriterSessions()
         if let last = sequence.last, let bytes = try? files.contents(of: own + [last.name]),
            case .gossip(let gossip)? = try? SyncMessage(encoded: bytes), gossip.account == account, gossip.sender == store.replicaID {
             published = gossip.delta.context
+            sessions = gossip.writerSessions
         }
         // A snapshot not all of whose parts were written (the writer was killed meanwhile)
         // is not readable, nor is anything after it: write a fresh snapshot.
@@ -144,10 +146,11 @@ public struct SharedFolderSync: Sendable {
            Self.latestCompleteSnapshot(in: sequence)?.first?.sequence != last.sequence {
             published = nil
         }
-        // The replica's own files knowing more of its writes than the store does prove its
-        // counters reused (the store was restored, copied or recreated): it starts a new
-        // incarnation, and publishes a snapshot under it.
-        let restarted = try published.map { known throws(ConvergeError) in try store.checkOwnHistory(known) } ?? false
+        // The replica's own files knowing more of its writes than the store does, or naming
+        // another write session for a counter both reach, prove its counters reused (the
+        // store was restored, copied or recreated): it starts a new incarnation, and
+        // publishes a snapshot under it.
+        let restarted = try published.map { known throws(ConvergeError) in try store.checkOwnHistory(known, sessions: sessions) } ?? false
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
         var snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
         guard var gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
@@ -182,8 +185,10 @@ public struct SharedFolderSync: Sendable {
         if let bytes = try? SyncMessage.gossip(gossip).encoded(), bytes.count <= maximumFileBytes { return [bytes] }
         let context = gossip.delta.context
         func message(_ entries: [String: [Sibling]]) -> SyncMessage {
-            .gossip(SyncGossip(account: gossip.account, sender: gossip.sender,
-                               delta: ReplicatedMap.Delta(entries: entries, context: context), wantsReply: false))
+            var part = SyncGossip(account: gossip.account, sender: gossip.sender,
+                                  delta: ReplicatedMap.Delta(entries: entries, context: context), wantsReply: false)
+            part.writerSessions = gossip.writerSessions
+            return .gossip(part)
         }
         let empty = try message([:]).encoded().count
         // A key costs about what its entry adds to an empty message (varint widths aside:

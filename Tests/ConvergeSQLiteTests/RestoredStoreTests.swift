@@ -39,6 +39,29 @@ struct RestoredStoreTests {
         #expect(try read("B.sqlite", in: folder) == expected)
     }
 
+    /// The same, but the restored store writes as many new writes as the restore lost
+    /// before it syncs: its counter equals what its own files in the folder hold, and only
+    /// the write sessions those files name show the reuse.
+    @Test func aStoreFileRestoredFromABackupThatWritesAsManyAsItLostLosesNothing() throws {
+        let folder = temporaryFolder()
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "--replica", "alice", "write", "base", "1"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "B.sqlite", "--replica", "bob", "write", "b", "1"], in: folder).status == 0)
+        for store in ["A.sqlite", "B.sqlite", "A.sqlite"] { try sync(store, in: folder) }
+        let file = folder.appendingPathComponent("A.sqlite"), backup = folder.appendingPathComponent("A-backup.sqlite")
+        try FileManager.default.copyItem(at: file, to: backup)
+        try ConvergeTool.run(["--store", "A.sqlite", "write", "late1", "1"], in: folder)
+        try ConvergeTool.run(["--store", "A.sqlite", "write", "late2", "1"], in: folder)
+        for store in ["A.sqlite", "B.sqlite"] { try sync(store, in: folder) }
+        try FileManager.default.removeItem(at: file)
+        try FileManager.default.copyItem(at: backup, to: file)
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "write", "fresh1", "1"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "write", "fresh2", "1"], in: folder).status == 0)
+        for _ in 0..<3 { for store in ["A.sqlite", "B.sqlite"] { try sync(store, in: folder) } }
+        let expected = #"{"b":"1","base":"1","fresh1":"1","fresh2":"1","late1":"1","late2":"1"}"# + "\n"
+        #expect(try read("A.sqlite", in: folder) == expected)
+        #expect(try read("B.sqlite", in: folder) == expected)
+    }
+
     /// A store deleted and recreated with the same `--replica`: its own files in the shared
     /// folder know more of its writes, so it starts a new incarnation; nothing is lost.
     @Test func aStoreDeletedAndRecreatedUnderTheSameReplicaLosesNothing() throws {

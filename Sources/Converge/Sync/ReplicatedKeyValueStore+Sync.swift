@@ -277,7 +277,12 @@ extension ReplicatedKeyValueStore {
     ///
     /// - Returns: The gossip, or `nil` if the medium already holds everything.
     package func broadcast(after published: VersionVector?) -> SyncGossip? {
-        state.withLock { $0.meshMachine.broadcast(from: $0.map, after: published) }
+        state.withLock { state in
+            // Named so that this replica, reading the file back, can tell a copy of itself.
+            var gossip = state.meshMachine.broadcast(from: state.map, after: published)
+            gossip?.writerSessions = state.writerSessions
+            return gossip
+        }
     }
 
     // MARK: Carrying out actions

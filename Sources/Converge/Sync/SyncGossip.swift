@@ -11,6 +11,11 @@ public struct SyncGossip: Hashable, Sendable {
     /// Whether the receiver should answer with its own changes (the first half of a
     /// push-pull exchange); an answer never asks for another.
     public var wantsReply: Bool
+    /// Which write sessions issued the sender's recent counters (see ``WriterSessions``):
+    /// a replica that reads its own earlier message in a shared folder compares them with
+    /// its own, which shows a restored or copied store that issued as many counters as the
+    /// one that wrote the file. Empty when the sender records none.
+    public var writerSessions = WriterSessions()
 
     /// Creates gossip; ``MeshSyncMachine`` makes it for a device.
     public init(account: AccountID, sender: ReplicaID, delta: ReplicatedMap.Delta, wantsReply: Bool) {

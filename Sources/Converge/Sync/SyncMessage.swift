@@ -278,7 +278,9 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeByte(TypeTag.gossip.rawValue)
             writer.writeString(gossip.account.rawValue)
             writer.writeString(gossip.sender.rawValue)
-            writer.writeByte(gossip.wantsReply ? 1 : 0)
+            // 1: wants a reply; 2: the sender's write sessions follow.
+            writer.writeByte((gossip.wantsReply ? 1 : 0) | (gossip.writerSessions.isEmpty ? 0 : 2))
+            if !gossip.writerSessions.isEmpty { gossip.writerSessions.encode(into: &writer) }
             gossip.delta.encode(into: &writer)
         case .poll(let poll):
             writer.writeByte(TypeTag.poll.rawValue)
@@ -351,9 +353,16 @@ public enum SyncMessage: Hashable, Sendable {
         case .gossip:
             let sender = try Self.readReplica(&reader)
             let flag = try reader.readByte()
-            guard flag <= 1 else { throw .malformed(.unknownTag, "invalid reply flag \(flag)", at: reader.offset - 1) }
+            guard flag <= 3 else { throw .malformed(.unknownTag, "invalid gossip flags \(flag)", at: reader.offset - 1) }
+            let sessionsAt = reader.offset
+            let sessions = flag & 2 != 0 ? try WriterSessions(from: &reader) : WriterSessions()
+            guard flag & 2 == 0 || !sessions.isEmpty else {
+                throw .malformed(.nonCanonical, "empty write sessions are left out, not sent", at: sessionsAt)
+            }
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
-            self = .gossip(SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag == 1))
+            var gossip = SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag & 1 != 0)
+            gossip.writerSessions = sessions
+            self = .gossip(gossip)
         case .reply:
             let kindAndFlag = try reader.readByte()
             let kindByte = kindAndFlag & 0x0F
