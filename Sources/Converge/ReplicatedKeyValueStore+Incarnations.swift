@@ -72,7 +72,7 @@ extension ReplicatedKeyValueStore {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Bool> in
             let issued = min(known[state.writerID], state.map.context[state.writerID])
             let reused = state.reusesCounters(given: known)
-                || (!state.blindToReusedCounters && state.writerSessions.disagree(with: sessions, through: issued))
+                || (!state.blindToReusedCounters && state.writerSessions.disagrees(with: sessions, through: issued))
             guard reused else { return WritePlan(result: false) }
             return WritePlan(update: .replaceAll(try state.reincarnated()), result: true)
         }

@@ -143,7 +143,18 @@ extension ReplicatedKeyValueStore.State {
         case .replaceAll(let stored): keys = Set(map.entries.keys).union(stored.map.entries.keys).sortedByUTF8()
         }
         let before = map
+        // The storage went back under this object (its file was replaced by an older copy):
+        // from here this object would issue again counters it issued before, under the
+        // session that issued them first, and its sync machine would believe the hub holds
+        // them. It goes on as a new session, as a new process would, and from nothing reported.
+        var wentBack = false
+        if case .replaceAll(let stored) = update, stored.metadata[ReplicatedKeyValueStore.currentAccountKey] == metadata[ReplicatedKeyValueStore.currentAccountKey],
+           stored.map.context[writerID] < map.context[writerID] {
+            wentBack = true
+            writeSession = UInt64.random(in: 1...UInt64.max)
+        }
         install(update)
+        if wentBack { hubMachine = DeviceSyncMachine(device: writerID, account: account) }
         let reason: ChangeReason = account == previousAccount ? .serverChange : .accountChange
         return ReplicatedKeyValueStore.outcome(changedKeys: keys, before: { before.siblings(forKey: $0) }, after: map, policies: policies,
                                                reason: reason, reportingConflicts: reason != .accountChange)

@@ -61,6 +61,8 @@ public struct WriterSessions: Hashable, Sendable {
 
     /// Runs in order; `nil` if they are not canonical (first counters not strictly
     /// increasing from 1 or more, two runs in a row of one session, too many runs).
+    ///
+    /// - Parameter runs: The runs, by increasing first counter.
     public init?(runs: [Run]) {
         guard runs.count <= Self.maximumRuns, runs.first.map({ $0.firstCounter > 0 }) ?? true else { return nil }
         for (earlier, later) in zip(runs, runs.dropFirst())
@@ -76,6 +78,10 @@ public struct WriterSessions: Hashable, Sendable {
     /// The session that issued `counter`, or `nil` if these runs do not reach back to it.
     /// A counter past the last run's first is the last run's: a caller asks only of
     /// counters its writer issued.
+    ///
+    /// - Parameter counter: A counter of the writer.
+    /// - Returns: The session's number, or `nil`.
+    /// - Complexity: O(*r*) in the runs.
     public func session(at counter: UInt64) -> UInt64? {
         runs.last { $0.firstCounter <= counter }?.session
     }
@@ -84,7 +90,13 @@ public struct WriterSessions: Hashable, Sendable {
     /// these runs do: the counter was issued twice, by this store and by another copy of
     /// it. `false` when the runs do not reach back to the tip's counter, or the writer has
     /// not issued it (its counters then show the reuse).
-    public func contradict(_ tip: Tip, issued: UInt64) -> Bool {
+    ///
+    /// - Parameters:
+    ///   - tip: What a hub recorded of the writer's highest counter it holds.
+    ///   - issued: The highest counter the writer issued.
+    /// - Returns: Whether the tip proves the writer's counters reused.
+    /// - Complexity: O(*r*) in the runs.
+    public func contradicts(_ tip: Tip, issued: UInt64) -> Bool {
         guard tip.counter <= issued, let session = session(at: tip.counter) else { return false }
         return session != tip.session
     }
@@ -92,13 +104,28 @@ public struct WriterSessions: Hashable, Sendable {
     /// Whether `other`, another record of the same writer's runs, names another session
     /// than these for any counter both reach, up to `through`: the writer's counters were
     /// issued twice, by two copies of one store.
-    public func disagree(with other: WriterSessions, through: UInt64) -> Bool {
+    ///
+    /// - Parameters:
+    ///   - other: Another record of the same writer's runs.
+    ///   - through: The highest counter to compare.
+    /// - Returns: Whether the two records name different sessions for one counter.
+    /// - Complexity: O(*r*²) in the runs of both (at most ``maximumRuns`` each).
+    public func disagrees(with other: WriterSessions, through: UInt64) -> Bool {
         guard let mine = runs.first?.firstCounter, let theirs = other.runs.first?.firstCounter else { return false }
         let from = max(mine, theirs)
         guard from <= through else { return false }
         // Both are constant between their runs' first counters: compare at each of them.
         let points = [from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }
         return points.contains { session(at: $0) != other.session(at: $0) }
+    }
+
+    /// The latest runs whose encoding takes at most `bytes` (always the last run): what a
+    /// request with little room sends. The hub then cannot check the counters of the runs
+    /// left out.
+    func latest(fittingIn bytes: Int) -> WriterSessions {
+        var kept = self
+        while kept.runs.count > 1 && kept.encodedSize > bytes { kept.runs.removeFirst() }
+        return kept
     }
 
     /// `earlier`, a record of counters up to where these runs start, continued by these

@@ -14,7 +14,7 @@ extension Simulation {
         if case .push(let push) = request {
             account = push.account
             knownBefore = model.knowledge(of: .hub, in: push.account)
-            if case .device(let d) = sender, hub.refusesForReusedCounters(push) {
+            if case .device = sender, hub.refusesForReusedCounters(push) {
                 // The hub takes nothing of a push whose write sessions show its counters reused.
                 // The model cannot tell sessions apart; what it checks is that nothing is lost.
                 model.dropped(message: id, lastCopy: lastCopy)

@@ -357,7 +357,7 @@ public struct HubSyncMachine: Sendable {
     /// checked. Nothing changes.
     func answerToReusedCounters(_ push: SyncPush) -> SyncReply? {
         guard let known = accounts[push.account]?.sessions[push.device],
-              push.writerSessions.disagree(with: known.runs, through: min(known.through, push.delta.context[push.device])) else {
+              push.writerSessions.disagrees(with: known.runs, through: min(known.through, push.delta.context[push.device])) else {
             return nil
         }
         // The context names how far the hub holds the device's writes, which shows a device

@@ -177,7 +177,9 @@ extension ReplicatedKeyValueStore {
             // A push names the sessions that issued the device's counters, so the hub can tell
             // a restored or copied store that issued as many as the original; they count
             // against the request's limit.
-            let sessions = state.writerSessions
+            // At most a quarter of the request: a store opened by many short-lived processes
+            // between syncs (one per command) keeps many runs.
+            let sessions = state.writerSessions.latest(fittingIn: state.maximumHubRequestBytes / 4)
             let budget = state.maximumHubRequestBytes - (sessions.isEmpty ? 0 : sessions.encodedSize)
             var request = state.hubMachine.request(from: state.map, maximumPushBytes: budget)
             if case .push(var push) = request {
@@ -246,7 +248,7 @@ extension ReplicatedKeyValueStore {
             var countersReused = false
             if case .reply(let reply) = message, reply.account == state.account, reply.device ?? state.writerID == state.writerID,
                let tip = reply.sessionTip {
-                countersReused = !state.blindToReusedCounters && state.writerSessions.contradict(tip, issued: state.map.context[state.writerID])
+                countersReused = !state.blindToReusedCounters && state.writerSessions.contradicts(tip, issued: state.map.context[state.writerID])
             }
             if countersReused || known.contains(where: state.reusesCounters(given:)) {
                 var receipt = SyncReceipt()

@@ -44,10 +44,10 @@ public struct SyncPush: Hashable, Sendable {
     /// a push of changes.
     public var fullStateKeys: KeySpan?
     /// Which write sessions issued the device's own recent counters, from the highest the
-    /// hub acknowledged (see ``WriterSessions``): the hub compares them with the session it
-    /// recorded for the highest counter of the device it holds, and if they differ it takes
-    /// nothing and answers with that record alone (``SyncReply/sessionTip``). Empty when
-    /// the device records none.
+    /// hub acknowledged (see ``WriterSessions``): the hub compares them with the runs it
+    /// recorded for the device on every counter both reach, and if they differ it takes
+    /// nothing and answers with its tip alone (``SyncReply/sessionTip``). Empty when the
+    /// device records none.
     public var writerSessions = WriterSessions()
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
@@ -117,8 +117,9 @@ public struct SyncReply: Hashable, Sendable {
     /// the device's pushes named it (see ``WriterSessions``), or `nil` if none did. A
     /// device whose own record names another session for that counter has had its counters
     /// reused (it is a restored or copied store): it starts a new incarnation and applies
-    /// nothing of the reply. The hub does not take a push that its tip contradicts; it
-    /// answers with the tip and nothing else.
+    /// nothing of the reply. The hub does not take a push whose runs disagree with its
+    /// record on any counter both reach; it answers with the tip and, as the context, how far
+    /// it holds the device's writes.
     public var sessionTip: WriterSessions.Tip?
     /// The device (writer ID) whose request this answers, or `nil` if the hub did not say.
     /// A device that started a new incarnation since it asked is another device, and
