@@ -99,7 +99,7 @@ public final class SQLiteStorage: Storage {
             try Self.check(journalMark: (try? Self.mark(of: connection)) ?? nil, against: mainFileMark, path: path)
         }
         connection.setCheckpointOnClose(true)
-        let mode = try connection.execute("PRAGMA journal_mode=WAL", doing: .open).first?.first?.text ?? ""
+        let mode = try Self.enableWAL(on: connection)
         guard mode.lowercased() == "wal" else {
             throw .storage(.unsupported, path: path, operation: .open, detail: "the WAL journal could not be enabled: \(mode)")
         }
@@ -122,6 +122,24 @@ public final class SQLiteStorage: Storage {
             }
         }
         self.connection = Mutex(connection)
+    }
+
+    /// Switches `connection` to the WAL journal and returns the mode SQLite reports.
+    ///
+    /// A new file's first switch takes an exclusive lock, and SQLite answers `SQLITE_BUSY`
+    /// at once (without its busy handler) to another process switching the same new file at
+    /// the same moment: that one tries again, for up to five seconds, as the busy timeout
+    /// would have waited.
+    private static func enableWAL(on connection: SQLiteConnection) throws(ConvergeError) -> String {
+        var attempts = 0
+        while true {
+            do {
+                return try connection.execute("PRAGMA journal_mode=WAL", doing: .open).first?.first?.text ?? ""
+            } catch .storage(let failure) where failure.kind == .locked && attempts < 100 {
+                attempts += 1
+                usleep(50_000)
+            }
+        }
     }
 
     // MARK: The -wal beside the file
