@@ -123,8 +123,23 @@ extension ReplicatedKeyValueStore.State {
 
     /// The metadata change recording that this object's session issues counters from
     /// `firstCounter` on: empty if the last run is already its own.
+    ///
+    /// - Complexity: O(1) when the record is the one ``install(_:)`` last found to end in
+    ///   this object's run (every write but a session's first); O(*r*) in the runs otherwise.
     func sessionRecord(issuing firstCounter: UInt64) -> [String: [UInt8]?] {
-        writerSessions.issuing(from: firstCounter, session: writeSession).map { sessionsRecord($0) } ?? [:]
+        if let recorded = ownRunRecorded, recorded.isCurrent(in: self) { return [:] }
+        return writerSessions.issuing(from: firstCounter, session: writeSession).map { sessionsRecord($0) } ?? [:]
+    }
+
+    /// Finds out again, after the metadata, the writer ID or the account changed, whether
+    /// the sessions record ends in this object's run (see ``ownRunRecorded``).
+    mutating func noteOwnRun() {
+        let key = ReplicatedKeyValueStore.writeSessionsKey(account)
+        guard let bytes = metadata[key], writerSessions.runs.last?.session == writeSession else {
+            ownRunRecorded = nil
+            return
+        }
+        ownRunRecorded = OwnRunRecord(account: account, key: key, bytes: bytes, writer: writerID, session: writeSession)
     }
 
     /// The number of the next incarnation: drawn from this object's write session and the
@@ -195,5 +210,27 @@ extension ReplicatedKeyValueStore.State {
         let kept = sessions.keeping(from: highest)
         if kept != sessions { change.merge(sessionsRecord(kept)) { _, new in new } }
         return change
+    }
+}
+
+/// A sessions record found to end in a store object's own run, with what the finding
+/// depends on: the account, the record's bytes (which name the writer ID and the runs),
+/// the writer ID and the object's session.
+struct OwnRunRecord: Sendable {
+    /// The account whose record it is.
+    let account: AccountID
+    /// The record's metadata key (``ReplicatedKeyValueStore/writeSessionsKey(_:)``).
+    let key: String
+    /// The record as it was found.
+    let bytes: [UInt8]
+    /// The writer ID it was found for.
+    let writer: ReplicaID
+    /// The session it was found to end in.
+    let session: UInt64
+
+    /// Whether the finding still holds for `state`: same account, writer ID and session,
+    /// and the same record.
+    func isCurrent(in state: ReplicatedKeyValueStore.State) -> Bool {
+        session == state.writeSession && writer == state.writerID && account == state.account && state.metadata[key] == bytes
     }
 }

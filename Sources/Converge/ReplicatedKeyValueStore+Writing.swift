@@ -132,6 +132,10 @@ extension ReplicatedKeyValueStore.State {
             hubMachine.switchAccount(to: recorded)
             meshMachine.switchAccount(to: recorded)
         }
+        // Most writes change no metadata, so neither the sessions record, the writer ID nor
+        // the account changed. (``sessionRecord(issuing:)`` checks the record is the same.)
+        if case .change(let change) = update, change.metadata.isEmpty { return }
+        noteOwnRun()
     }
 
     /// Puts in place what other writers committed, and says what the app must be told.

@@ -52,6 +52,10 @@ public final class ReplicatedKeyValueStore: Sendable {
         var writerID: ReplicaID
         /// This object's random write session (see ``WriterSessions``): drawn when it opens.
         var writeSession = UInt64.random(in: 1...UInt64.max)
+        /// The sessions record last found to end in this object's own run (see
+        /// ``sessionRecord(issuing:)``): kept by ``install(_:)``, so a write that finds it
+        /// still in place records nothing without decoding it.
+        var ownRunRecorded: OwnRunRecord?
         /// See ``ReplicatedKeyValueStore/maximumClockOffsetMilliseconds``.
         var maximumClockOffsetMilliseconds: UInt64 = 2 * 24 * 3_600 * 1_000
         /// See ``ReplicatedKeyValueStore/maximumHubRequestBytes``.

@@ -205,6 +205,31 @@ struct IncarnationTests {
         #expect(next.writerSessions.runs == [.init(firstCounter: 3, session: 9)])
     }
 
+    /// A write records nothing when the sessions record already ends in its object's run;
+    /// the shortcut that skips decoding the record must still see another object's run
+    /// land in between, and a session that changed.
+    @Test func objectsTakingTurnsOnOneStorageEachRecordARun() throws {
+        let storage = InMemoryStorage()
+        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        a.writeSession = 7
+        b.writeSession = 9
+        try a.setValue("1", forKey: "x")
+        try a.setValue("2", forKey: "x")
+        try b.setValue("3", forKey: "y")
+        try a.setValues([(key: "z", value: "4"), (key: "w", value: "5")])
+        try a.setValue("6", forKey: "x")
+        a.writeSession = 11
+        try a.setValue("7", forKey: "x")
+        let reader = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        guard case .push(let push) = try SyncMessage(encoded: try reader.hubRequest().bytes) else {
+            Issue.record("expected a push")
+            return
+        }
+        #expect(push.writerSessions.runs == [.init(firstCounter: 1, session: 7), .init(firstCounter: 3, session: 9),
+                                             .init(firstCounter: 4, session: 7), .init(firstCounter: 7, session: 11)])
+    }
+
     @Test func writeSessionsOnTheWireAreCanonical() throws {
         var push = SyncPush(account: .default, device: "A", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["A": 2])))
         push.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 5), .init(firstCounter: 2, session: 6)]))
