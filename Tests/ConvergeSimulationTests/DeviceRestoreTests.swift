@@ -115,20 +115,18 @@ struct DeviceRestoreTests {
     ]
 
     ///
-    /// Known open in the mesh: d1 answers d0's new incarnation with a delta computed for the
-    /// context d0 reported before it (which claimed d0:2, its write of k5), so d0 never gets
-    /// k1 back (the lost-write checker says so).
+    /// In the mesh, d1 once answered d0's new incarnation with a delta computed for the
+    /// context d0 reported before it (which claimed d0:2, its write of k5), so d0 never got
+    /// k1 back; gossip now names the writer ID it was computed for (``SyncGossip/recipient``),
+    /// and d0's new incarnation takes nothing computed for its old one.
     @Test(arguments: [SyncTopology.hub, .mesh, .folder])
     func aWriteMadeAgainUnderAReusedDotIsRecoveredWhenOthersKnowALaterOne(topology: SyncTopology) throws {
         let (simulation, result) = try Self.run(Self.rewrittenAfterRestore, topology: topology)
         #expect(result.metrics.faults.deviceIncarnations >= 1)
-        withKnownIssue("a peer's report from before a new incarnation is trusted after it") {
-            #expect(result.violations.isEmpty, "\(topology): \(result.violations)")
-            for device in simulation.devices {
-                for key in ["k1", "k2", "k5"] { #expect(device.store.value(forKey: key) != nil, "\(topology): \(device.id) lacks \(key)") }
-            }
-        } when: { topology == .mesh }
-        if topology == .mesh { #expect(result.violations.contains { $0.kind == .lostWrite }, "\(result.violations)") }
+        #expect(result.violations.isEmpty, "\(topology): \(result.violations)")
+        for device in simulation.devices {
+            for key in ["k1", "k2", "k5"] { #expect(device.store.value(forKey: key) != nil, "\(topology): \(device.id) lacks \(key)") }
+        }
     }
 
     /// The same plan with a store that never notices its counters reused: its write of k5
