@@ -11,7 +11,8 @@
 ///
 /// Write sessions (see ``WriterSessions``): a peer's gossip names the sessions that issued
 /// its writer ID's recent counters; the machine records them per peer it heard from
-/// directly, up to the highest counter of that writer ID the peer's context reached. Gossip
+/// directly (not from a broadcast such as a shared folder's file, which wants no reply and
+/// names no recipient), up to the highest counter of that writer ID the peer's context reached. Gossip
 /// whose sessions name another session for a counter both reach proves two copies of one
 /// store writing under one ID: it is not applied (before it could make the device take the
 /// copy's writes for ones it holds), and the sender is answered. Every gossip to a peer
@@ -128,13 +129,18 @@ public struct MeshSyncMachine: Hashable, Sendable {
         guard case .gossip(let gossip) = message else { return [.ignore(.unexpected)] }
         guard gossip.account == account else { return [.ignore(.otherAccount(gossip.account))] }
         guard gossip.sender != device else { return [.ignore(.fromSelf)] }
-        if reusesCounters(gossip) {
+        // A broadcast (a shared folder's file: no reply wanted, no recipient) is read by
+        // anyone in sequence, and its reader compares its own files' sessions itself
+        // (`checkOwnHistory`): only gossip between two devices is
+        // compared and recorded.
+        let betweenTwo = gossip.wantsReply || gossip.recipient != nil
+        if betweenTwo && reusesCounters(gossip) {
             // The sender's report came from another copy than its earlier ones: forget them,
             // so the answer and the next gossip carry everything.
             peerContexts[gossip.sender] = nil
             return [.ignore(.reusedCounters), .answer(peer: gossip.sender)]
         }
-        recordSessions(of: gossip)
+        if betweenTwo { recordSessions(of: gossip) }
         if let recipient = gossip.recipient, let writer, recipient != writer {
             peerContexts[gossip.sender] = gossip.delta.context
             peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
