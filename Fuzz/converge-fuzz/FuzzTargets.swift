@@ -45,7 +45,9 @@ enum FuzzTarget: String, CaseIterable {
 
     static func message(_ bytes: [UInt8], tail: [UInt8]) {
         guard let message = try? SyncMessage(encoded: bytes) else { return }
-        check((try? message.encoded()).map { $0 + tail } == bytes, "an accepted message re-encodes to other bytes")
+        // An older version, still read, is written back in the current one.
+        check(bytes[1] < SyncMessage.formatVersion || (try? message.encoded()).map { $0 + tail } == bytes,
+              "an accepted message re-encodes to other bytes")
         let store = ReplicatedKeyValueStore(replicaID: "fuzzed", clock: ManualClock(startMilliseconds: now))
         try? store.setValue(.string("own"), forKey: "own")
         _ = try? store.receive(message)

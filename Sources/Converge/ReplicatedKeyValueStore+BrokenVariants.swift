@@ -48,6 +48,14 @@ extension ReplicatedKeyValueStore {
         set { state.withLock { $0.blindToReusedCounters = newValue } }
     }
 
+    /// In the mesh, the store compares counters only, not write sessions: it neither
+    /// refuses a peer's gossip whose sessions disagree with that peer's earlier gossip nor
+    /// names or checks tips (``SyncGossip/recipientTip``), as before the mesh compared them.
+    @_spi(Testing) public var _meshIgnoresWriterSessions: Bool {
+        get { state.withLock { $0.meshMachine._ignoresWriterSessions } }
+        set { state.withLock { $0.meshMachine._ignoresWriterSessions = newValue } }
+    }
+
     /// `a` joined with `b` as this store joins what it receives (left-biased under
     /// ``_joinKeepsOwnSiblings``): what the simulator's CRDT-law checker tests.
     @_spi(Testing) public func _joined(_ a: ReplicatedMap, _ b: ReplicatedMap) -> ReplicatedMap {

@@ -90,6 +90,12 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// taken for the ones the hub holds under the same dots. Caught by the no-lost-write
     /// checker.
     case sessionBlindHub = "session-blind-hub"
+    /// Mesh devices never compare write sessions (they neither refuse a peer's gossip whose
+    /// sessions contradict its earlier gossip nor name or check tips): a restored or cloned
+    /// device that issued as many counters as the original goes unseen, and peers take its
+    /// writes for the ones they hold under the same dots. Caught by the no-lost-write
+    /// checker.
+    case sessionBlindMesh = "session-blind-mesh"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -141,6 +147,10 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
             return options.deviceRestores == 0 ? "no device is restored from an older copy (deviceRestores = 0)" : nil
         case .sessionBlindHub:
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
+            return options.deviceRestores == 0 && options.deviceClones == 0
+                ? "no device is restored or cloned (deviceRestores = 0, deviceClones = 0)" : nil
+        case .sessionBlindMesh:
+            if options.topology != .mesh { return "devices gossip directly only in the mesh topology" }
             return options.deviceRestores == 0 && options.deviceClones == 0
                 ? "no device is restored or cloned (deviceRestores = 0, deviceClones = 0)" : nil
         }
@@ -204,6 +214,8 @@ struct VariantHooks {
     private(set) var storesIgnoreReusedCounters = false
     /// Whether the hub never compares write sessions (``BrokenVariant/sessionBlindHub``).
     private(set) var hubIgnoresWriterSessions = false
+    /// Whether mesh devices never compare write sessions (``BrokenVariant/sessionBlindMesh``).
+    private(set) var meshIgnoresWriterSessions = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -232,6 +244,7 @@ struct VariantHooks {
         case .unrepairedHub: hubSkipsRepair = true
         case .unnoticedRestore: storesIgnoreReusedCounters = true
         case .sessionBlindHub: hubIgnoresWriterSessions = true
+        case .sessionBlindMesh: meshIgnoresWriterSessions = true
         }
     }
 

@@ -38,6 +38,7 @@ struct SimulatedDevice {
     var growsWhileOverQuota = false
     var joinKeepsOwnSiblings = false
     var ignoresReusedCounters = false
+    var meshIgnoresWriterSessions = false
     /// The union of the default account's contexts this device has held.
     var observed = VersionVector()
 
@@ -94,5 +95,6 @@ struct SimulatedDevice {
         if growsWhileOverQuota { store._growsWhileOverQuota = true }
         if joinKeepsOwnSiblings { store._joinKeepsOwnSiblings = true }
         if ignoresReusedCounters { store._ignoresReusedCounters = true }
+        if meshIgnoresWriterSessions { store._meshIgnoresWriterSessions = true }
     }
 }

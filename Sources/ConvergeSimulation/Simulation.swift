@@ -111,6 +111,7 @@ public final class Simulation {
             device.growsWhileOverQuota = hooks.storesGrowWhileOverQuota
             device.joinKeepsOwnSiblings = hooks.storesJoinKeepingOwnSiblings
             device.ignoresReusedCounters = hooks.storesIgnoreReusedCounters
+            device.meshIgnoresWriterSessions = hooks.meshIgnoresWriterSessions
             device.breakStore()
             devices.append(device)
         }

@@ -49,6 +49,34 @@ final class DelayedView: SharedFolderFiles {
 struct SharedFolderSyncTests {
     let clock = ManualClock()
 
+    /// A folder holds files older versions wrote (message format version 3): they are
+    /// still read, by other replicas and by the replica that wrote them.
+    @Test func filesOfMessageFormatVersion3AreStillRead() throws {
+        let files = InMemoryFolder()
+        let sync = SharedFolderSync(files: files)
+        let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)
+        try alice.setValue("from version 3", forKey: "old")
+        try sync.synchronize(alice)
+        let names = try files.names(in: ["default", "alice"])
+        #expect(!names.isEmpty)
+        for name in names {
+            let bytes = try #require(try files.contents(of: ["default", "alice", name]))
+            #expect(bytes[1] == SyncMessage.formatVersion)
+            var body = Array(bytes.dropLast(4))
+            body[1] = 3
+            try files.write(CRC32C.sealed(body), to: ["default", "alice", name])
+        }
+        let bob = ReplicatedKeyValueStore(replicaID: "bob", clock: clock)
+        let report = try sync.synchronize(bob)
+        #expect(report.skipped.isEmpty, "\(report.skipped)")
+        #expect(bob.value(forKey: "old") == "from version 3")
+        try alice.setValue("2", forKey: "new")
+        try sync.synchronize(alice)
+        #expect(alice.writerID == "alice", "alice took its own version-3 file for another copy's")
+        try sync.synchronize(bob)
+        #expect(bob.value(forKey: "new") == "2")
+    }
+
     func store(_ id: ReplicaID, account: AccountID = .default) -> ReplicatedKeyValueStore {
         let store = ReplicatedKeyValueStore(replicaID: id, clock: clock)
         if account != .default { try! store.switchAccount(to: account) }

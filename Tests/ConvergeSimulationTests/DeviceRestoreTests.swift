@@ -115,20 +115,18 @@ struct DeviceRestoreTests {
     ]
 
     ///
-    /// Known open in the mesh: d1 answers d0's new incarnation with a delta computed for the
-    /// context d0 reported before it (which claimed d0:2, its write of k5), so d0 never gets
-    /// k1 back (the lost-write checker says so).
+    /// In the mesh, d1 once answered d0's new incarnation with a delta computed for the
+    /// context d0 reported before it (which claimed d0:2, its write of k5), so d0 never got
+    /// k1 back; gossip now names the writer ID it was computed for (``SyncGossip/recipient``),
+    /// and d0's new incarnation takes nothing computed for its old one.
     @Test(arguments: [SyncTopology.hub, .mesh, .folder])
     func aWriteMadeAgainUnderAReusedDotIsRecoveredWhenOthersKnowALaterOne(topology: SyncTopology) throws {
         let (simulation, result) = try Self.run(Self.rewrittenAfterRestore, topology: topology)
         #expect(result.metrics.faults.deviceIncarnations >= 1)
-        withKnownIssue("a peer's report from before a new incarnation is trusted after it") {
-            #expect(result.violations.isEmpty, "\(topology): \(result.violations)")
-            for device in simulation.devices {
-                for key in ["k1", "k2", "k5"] { #expect(device.store.value(forKey: key) != nil, "\(topology): \(device.id) lacks \(key)") }
-            }
-        } when: { topology == .mesh }
-        if topology == .mesh { #expect(result.violations.contains { $0.kind == .lostWrite }, "\(result.violations)") }
+        #expect(result.violations.isEmpty, "\(topology): \(result.violations)")
+        for device in simulation.devices {
+            for key in ["k1", "k2", "k5"] { #expect(device.store.value(forKey: key) != nil, "\(topology): \(device.id) lacks \(key)") }
+        }
     }
 
     /// The same plan with a store that never notices its counters reused: its write of k5
@@ -177,6 +175,30 @@ struct DeviceRestoreTests {
     /// them apart by the write session that issued the dot (``WriterSessions``): d0 starts
     /// a new incarnation and nothing is lost. With a hub that ignores sessions the
     /// no-lost-write checker catches the loss.
+    /// The same in the mesh: d1 recorded the session d0's gossip named for k1's dot, refuses
+    /// the restored d0's gossip that names another, and names its record in its own gossip,
+    /// so d0 starts a new incarnation. With devices that ignore sessions the no-lost-write
+    /// checker catches the loss.
+    @Test(arguments: [false, true])
+    func aReusedDotIsToldApartByItsWriteSessionInTheMesh(meshIgnoresSessions: Bool) throws {
+        let events: [(Int, PlannedEvent)] = [
+            (10, .set(device: 0, key: 0, valueBytes: 8)),
+            (150, .deviceBackup(device: 0)),
+            (200, .set(device: 0, key: 1, valueBytes: 8)),
+            (800, .deviceRestore(device: 0, downMs: 100)),
+            (901, .set(device: 0, key: 5, valueBytes: 8)),
+            (3_000, .read(device: 1, key: 0)),
+        ]
+        let (_, result) = try Self.run(events, topology: .mesh, variant: meshIgnoresSessions ? .sessionBlindMesh : nil)
+        if meshIgnoresSessions {
+            let lost = result.violations.filter { $0.kind == .lostWrite }
+            #expect(!lost.isEmpty, "\(result.violations)")
+        } else {
+            #expect(result.violations.isEmpty, "\(result.violations)")
+            #expect(result.metrics.faults.deviceIncarnations >= 1)
+        }
+    }
+
     @Test(arguments: [false, true])
     func aReusedDotIsToldApartByItsWriteSession(hubIgnoresSessions: Bool) throws {
         let events: [(Int, PlannedEvent)] = [

@@ -175,6 +175,72 @@ struct IncarnationTests {
         #expect(second.writerID.base == "laptop" && !second.writerID.isBase && first.writerID == "laptop")
     }
 
+    /// The mesh version of ``aRestoredStoreThatWritesAsManyAsItLostLosesNothing(hubIgnoresSessions:)``:
+    /// B recorded the sessions A's gossip named; the restored A's gossip names another for
+    /// the counters of late1 and late2, so B takes nothing of it and answers with A's tip,
+    /// which the restored A's own record contradicts. Without the check (stores that compare
+    /// counters only) B takes fresh1 and fresh2 for late1 and late2, and A never gets those.
+    @Test(arguments: [false, true])
+    func aRestoredStoreThatWritesAsManyAsItLostLosesNothingInTheMesh(ignoresSessions: Bool) throws {
+        let storage = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
+        for store in [a, b] { store._meshIgnoresWriterSessions = ignoresSessions }
+        try b.setValue("1", forKey: "b")
+        try a.setValue("1", forKey: "base")
+        try gossip(a, b)
+        let backup = try #require(try storage.load())
+        try a.setValue("1", forKey: "late1")
+        try a.setValue("1", forKey: "late2")
+        try gossip(a, b)
+        a = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        a._meshIgnoresWriterSessions = ignoresSessions
+        try a.setValue("1", forKey: "fresh1")
+        try a.setValue("1", forKey: "fresh2")
+        #expect(a.replicatedState.context[a.writerID] == b.replicatedState.context["A"])
+        for _ in 0..<3 { try gossip(a, b); try gossip(b, a) }
+        let everyKey: Set<String> = ["b", "base", "fresh1", "fresh2", "late1", "late2"]
+        if ignoresSessions {
+            #expect(Set(a.values.keys) != everyKey || Set(b.values.keys) != everyKey,
+                    "stores that compare counters only should lose the restored store's writes")
+        } else {
+            #expect(Set(a.values.keys) == everyKey)
+            #expect(Set(b.values.keys) == everyKey)
+            #expect(a.writerID.base == "A" && !a.writerID.isBase)
+        }
+    }
+
+    /// The mesh version of ``twoCopiesThatWriteAsManyEachLoseNothing()``: two copies under one
+    /// replica ID never gossip with each other (each takes the other's gossip for its own),
+    /// so a third device tells them apart by the sessions each names. Without the check the
+    /// third device takes the second copy's writes for the first's.
+    @Test(arguments: [false, true])
+    func twoCopiesThatWriteAsManyEachLoseNothingInTheMesh(ignoresSessions: Bool) throws {
+        let storage = InMemoryStorage()
+        let first = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storage, clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        try first.setValue("1", forKey: "shared")
+        first._meshIgnoresWriterSessions = ignoresSessions
+        phone._meshIgnoresWriterSessions = ignoresSessions
+        try gossip(first, phone)
+        let second = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(try storage.load()), clock: clock)
+        second._meshIgnoresWriterSessions = ignoresSessions
+        try first.setValue("1", forKey: "first-1")
+        try first.setValue("2", forKey: "first-2")
+        try second.setValue("1", forKey: "second-1")
+        try second.setValue("2", forKey: "second-2")
+        for _ in 0..<3 { for store in [first, second] { try gossip(store, phone); try gossip(phone, store) } }
+        let expected: Set<String> = ["shared", "first-1", "first-2", "second-1", "second-2"]
+        if ignoresSessions {
+            #expect(Set(phone.values.keys) != expected, "stores that compare counters only should lose a copy's writes")
+        } else {
+            #expect(Set(first.values.keys) == expected)
+            #expect(Set(second.values.keys) == expected)
+            #expect(Set(phone.values.keys) == expected)
+            #expect(second.writerID.base == "laptop" && !second.writerID.isBase && first.writerID == "laptop")
+        }
+    }
+
     /// Sessions are recorded only when a session starts issuing, are dropped below what the
     /// hub acknowledged, travel in the push, and survive the hub's persistence.
     @Test func writeSessionsAreRecordedPrunedSentAndPersisted() throws {

@@ -77,11 +77,80 @@ struct SyncMessageTests {
             }
             if let message = try? SyncMessage(encoded: bytes) {
                 accepted += 1
-                // Whatever is accepted is canonical: it encodes back to the same bytes.
-                #expect(try message.encoded() == bytes)
+                // Whatever is accepted is canonical: it encodes back to the same bytes (an
+                // older version, still read, is written in the current one).
+                if bytes[1] == SyncMessage.formatVersion { #expect(try message.encoded() == bytes) }
             }
         }
         #expect(accepted < rounds / 2)
+    }
+
+    /// `bytes`, a sealed message of the current version, as version `version` would seal it.
+    static func resealed(_ bytes: [UInt8], asVersion version: UInt8) -> [UInt8] {
+        var body = Array(bytes.dropLast(4))
+        body[1] = version
+        return CRC32C.sealed(body)
+    }
+
+    /// Version 3 (what shared folders on users' disks hold, and older peers send) is still
+    /// read, and written back as version 4; a version-3 gossip cannot carry the flags
+    /// version 4 added, and versions 2 and 5 are refused.
+    @Test func aVersion3MessageIsStillReadAndWrittenInTheCurrentVersion() throws {
+        #expect(SyncMessage.formatVersion == 4 && SyncMessage.oldestReadableFormatVersion == 3)
+        var gossip = SyncGossip(account: "a", sender: "phone",
+                                delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2])), wantsReply: true)
+        gossip.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
+        var push = SyncPush(account: "a", device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2])))
+        push.writerSessions = gossip.writerSessions
+        for message in [SyncMessage.gossip(gossip), .push(push), .upToDate("a")] {
+            let current = try message.encoded()
+            #expect(current[1] == 4)
+            let old = Self.resealed(current, asVersion: 3)
+            #expect(try SyncMessage(encoded: old) == message)
+            #expect(try SyncMessage(encoded: old).encoded() == current)
+        }
+        var named = gossip
+        named.recipient = "laptop"
+        named.recipientTip = WriterSessions.Tip(counter: 2, session: 9)
+        named.writer = "phone~5"
+        let current = try SyncMessage.gossip(named).encoded()
+        #expect(try SyncMessage(encoded: current) == .gossip(named))
+        // Flags 4, 8 and 16 did not exist in version 3.
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unknownTag, detail: "invalid gossip flags 31", offset: 11))) {
+            try SyncMessage(encoded: Self.resealed(current, asVersion: 3))
+        }
+        for version: UInt8 in [2, 5] {
+            #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion,
+                                                                   detail: "unsupported message format version \(version)", offset: 1))) {
+                try SyncMessage(encoded: Self.resealed(current, asVersion: version))
+            }
+        }
+    }
+
+    /// The gossip fields of version 4 are canonical: a tip without its recipient, a tip at
+    /// counter 0, and a writer ID equal to the sender's are refused.
+    @Test func gossipRecipientsAndWritersAreCanonical() throws {
+        var gossip = SyncGossip(account: "a", sender: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()), wantsReply: false)
+        gossip.recipient = "laptop"
+        gossip.recipientTip = WriterSessions.Tip(counter: 1, session: 3)
+        let bytes = Array(try SyncMessage.gossip(gossip).encoded().dropLast(4))
+        let flagAt = 3 + 1 + 1 + 1 + 5  // magic, version, tag, "a", "phone"
+        #expect(bytes[flagAt] == 24)
+        var tipAlone = bytes
+        tipAlone[flagAt] = 16
+        #expect(malformedProblem { try SyncMessage(encoded: CRC32C.sealed(tipAlone)) } == .unknownTag)
+        // The tip's counter, after the recipient's length and 6 bytes.
+        var atZero = bytes
+        atZero[flagAt + 1 + 1 + 6] = 0
+        #expect(malformedProblem { try SyncMessage(encoded: CRC32C.sealed(atZero)) } == .nonCanonical)
+        var same = SyncGossip(account: "a", sender: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector()), wantsReply: false)
+        same.writer = "phone"
+        // An encoder leaves it out; bytes that name it are refused.
+        #expect(try SyncMessage(encoded: try SyncMessage.gossip(same).encoded()) != .gossip(same))
+        var named = Array(try SyncMessage.gossip(same).encoded().dropLast(4))
+        named[flagAt] = 4
+        named.insert(contentsOf: [5] + Array("phone".utf8), at: flagAt + 1)
+        #expect(malformedProblem { try SyncMessage(encoded: CRC32C.sealed(named)) } == .nonCanonical)
     }
 
     @Test func unknownVersionsAndOversizedInputAreRefusedClearly() {

@@ -148,7 +148,7 @@ extension ReplicatedKeyValueStore {
             // The store switched accounts while the request travelled: the answer is stale, not wrong.
             guard self.account == account else { return }
             throw .malformed(.unexpectedMessage, "the hub answered for account \(answered), not \(account)")
-        case .fromSelf, .unexpected:
+        case .fromSelf, .unexpected, .reusedCounters, .otherIncarnation:
             throw .malformed(.unexpectedMessage, "the hub's answer is not a reply")
         }
     }
@@ -196,7 +196,7 @@ extension ReplicatedKeyValueStore {
     /// - Throws: ``ConvergeError/malformed(_:)`` if it would exceed
     ///   ``SyncMessage/maximumEncodedBytes``.
     package func gossip(to peer: ReplicaID, wantsReply: Bool = true) throws(ConvergeError) -> [UInt8] {
-        try SyncMessage.gossip(state.withLock { $0.meshMachine.gossip(to: peer, from: $0.map, wantsReply: wantsReply) }).encoded()
+        try SyncMessage.gossip(state.withLock { $0.gossip(to: peer, wantsReply: wantsReply) }).encoded()
     }
 
     /// Takes one encoded message from the hub or a peer: the state machine of its topology
@@ -228,7 +228,7 @@ extension ReplicatedKeyValueStore {
             let actions: [SyncAction]
             switch message {
             case .reply, .upToDate: actions = next.hubMachine.receive(message)
-            case .gossip: actions = next.meshMachine.receive(message)
+            case .gossip: actions = next.meshMachine.receive(message, as: state.writerID)
             case .push, .poll: actions = [.ignore(.unexpected)]
             }
             // What the sender holds of this replica's writes: more than the store itself
@@ -249,6 +249,13 @@ extension ReplicatedKeyValueStore {
             if case .reply(let reply) = message, reply.account == state.account, reply.device ?? state.writerID == state.writerID,
                let tip = reply.sessionTip {
                 countersReused = !state.blindToReusedCounters && state.writerSessions.contradicts(tip, issued: state.map.context[state.writerID])
+            }
+            // The same from a peer's gossip, which names what it recorded of this writer ID's
+            // sessions (a twin under another writer ID ignores it).
+            if case .gossip(let gossip) = message, gossip.account == state.account, let tip = gossip.recipientTip,
+               gossip.recipient == state.writerID, !state.meshMachine._ignoresWriterSessions {
+                countersReused = countersReused
+                    || (!state.blindToReusedCounters && state.writerSessions.contradicts(tip, issued: state.map.context[state.writerID]))
             }
             if countersReused || known.contains(where: state.reusesCounters(given:)) {
                 var receipt = SyncReceipt()
@@ -324,12 +331,21 @@ extension ReplicatedKeyValueStore {
                 receipt.rejectedKeys += keys
                 events.append(.externalChange(ExternalChange(reason: .quotaViolationChange, keys: keys)))
             case .answer(let peer):
-                receipt.answer = (peer, .gossip(state.meshMachine.gossip(to: peer, from: state.map, wantsReply: false)))
+                receipt.answer = (peer, .gossip(state.gossip(to: peer, wantsReply: false)))
             case .ignore(let reason):
                 receipt.ignored = reason
             }
         }
         return (events, receipt)
+    }
+}
+
+extension ReplicatedKeyValueStore.State {
+    /// The gossip for `peer` in the mesh topology, naming the sessions that issued this
+    /// writer ID's recent counters (at most a quarter of a request, as a push does).
+    func gossip(to peer: ReplicaID, wantsReply: Bool) -> SyncGossip {
+        meshMachine.gossip(to: peer, from: map, wantsReply: wantsReply, writer: writerID,
+                           writerSessions: writerSessions.latest(fittingIn: maximumHubRequestBytes / 4))
     }
 }
 

@@ -16,6 +16,25 @@ public struct SyncGossip: Hashable, Sendable {
     /// its own, which shows a restored or copied store that issued as many counters as the
     /// one that wrote the file. Empty when the sender records none.
     public var writerSessions = WriterSessions()
+    /// The sender's writer ID, which ``writerSessions`` are of, when it is not ``sender``
+    /// (the sender started a new incarnation, see ``ReplicatedKeyValueStore/writerID``);
+    /// `nil` otherwise. A receiver compares runs only with those it recorded of the same
+    /// writer ID, and names it as the ``recipient`` of its gossip to the sender.
+    public var writer: ReplicaID?
+    /// The receiver's writer ID whose report (its last gossip's context) ``delta`` was
+    /// computed for, or `nil` if the receiver reported nothing (the delta is then the
+    /// sender's whole state; after a refused report it is too, and this names the writer ID
+    /// of that report). A receiver under another writer ID (it started a new
+    /// incarnation since, or it is a twin under one replica ID) may lack writes that report
+    /// claimed, so it applies nothing and answers with its own context.
+    public var recipient: ReplicaID?
+    /// What the sender recorded, from ``recipient``'s earlier gossip, of the session that
+    /// issued `recipient`'s highest counter the sender holds (see ``MeshSyncMachine``); `nil`
+    /// if it recorded nothing. A receiver whose own record names another session for that
+    /// counter has had its counters reused (it is a restored or copied store): it starts a
+    /// new incarnation and applies nothing of the gossip, as for ``SyncReply/sessionTip``.
+    /// Never without ``recipient``.
+    public var recipientTip: WriterSessions.Tip?
 
     /// Creates gossip; ``MeshSyncMachine`` makes it for a device.
     public init(account: AccountID, sender: ReplicaID, delta: ReplicatedMap.Delta, wantsReply: Bool) {

@@ -202,8 +202,14 @@ public enum SyncMessage: Hashable, Sendable {
     /// The first byte of every message.
     public static let magic: UInt8 = 0xC7
     /// The current format version (2: a push carries its full-state acknowledgement, and
-    /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C).
-    public static let formatVersion: UInt8 = 3
+    /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C;
+    /// 4: gossip may name the writer ID of its sessions, its recipient and the recipient's
+    /// tip, flags 4, 8 and 16). Messages are written in this version.
+    public static let formatVersion: UInt8 = 4
+    /// The oldest format version still read (3): its messages read as version 4 ones
+    /// without the gossip flags 4, 8 and 16. A re-encoded version-3 message is written in
+    /// ``formatVersion``.
+    public static let oldestReadableFormatVersion: UInt8 = 3
 
     private enum TypeTag: UInt8 {
         case push = 1
@@ -279,9 +285,20 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeByte(TypeTag.gossip.rawValue)
             writer.writeString(gossip.account.rawValue)
             writer.writeString(gossip.sender.rawValue)
-            // 1: wants a reply; 2: the sender's write sessions follow.
-            writer.writeByte((gossip.wantsReply ? 1 : 0) | (gossip.writerSessions.isEmpty ? 0 : 2))
+            // 1: wants a reply; 2: the sender's write sessions follow; 4: the sender's writer ID
+            // follows them; 8: the recipient's writer ID follows; 16 (with 8): the recipient's
+            // tip follows it (counter and session).
+            let sessionsWriter = gossip.writer == gossip.sender ? nil : gossip.writer
+            let tip = gossip.recipient == nil ? nil : gossip.recipientTip
+            writer.writeByte((gossip.wantsReply ? 1 : 0) | (gossip.writerSessions.isEmpty ? 0 : 2) | (sessionsWriter == nil ? 0 : 4)
+                | (gossip.recipient == nil ? 0 : 8) | (tip == nil ? 0 : 16))
             if !gossip.writerSessions.isEmpty { gossip.writerSessions.encode(into: &writer) }
+            if let sessionsWriter { writer.writeString(sessionsWriter.rawValue) }
+            if let recipient = gossip.recipient { writer.writeString(recipient.rawValue) }
+            if let tip {
+                writer.writeVarint(tip.counter)
+                writer.writeFixed64(tip.session)
+            }
             gossip.delta.encode(into: &writer)
         case .poll(let poll):
             writer.writeByte(TypeTag.poll.rawValue)
@@ -308,7 +325,9 @@ public enum SyncMessage: Hashable, Sendable {
         var header = BinaryReader(bytes)
         guard try header.readByte() == Self.magic else { throw .malformed(.notConverge, "not a Converge sync message (bad magic byte)", at: 0) }
         let version = try header.readByte()
-        guard version == Self.formatVersion else { throw .malformed(.unsupportedVersion, "unsupported message format version \(version)", at: 1) }
+        // Version 3 (written before the recipient's tip in gossip) is still read: a shared
+        // folder holds files older versions wrote, and older peers still send it.
+        guard version == Self.formatVersion || version == Self.oldestReadableFormatVersion else { throw .malformed(.unsupportedVersion, "unsupported message format version \(version)", at: 1) }
         var reader = BinaryReader(try CRC32C.unsealed(bytes, what: "the message"))
         _ = try reader.readByte()
         _ = try reader.readByte()
@@ -354,15 +373,34 @@ public enum SyncMessage: Hashable, Sendable {
         case .gossip:
             let sender = try Self.readReplica(&reader)
             let flag = try reader.readByte()
-            guard flag <= 3 else { throw .malformed(.unknownTag, "invalid gossip flags \(flag)", at: reader.offset - 1) }
+            // Version 3 knew flags 1 and 2; 16 needs the recipient whose tip it is.
+            guard flag <= (version == 3 ? 3 : 31), flag & 24 != 16 else {
+                throw .malformed(.unknownTag, "invalid gossip flags \(flag)", at: reader.offset - 1)
+            }
             let sessionsAt = reader.offset
             let sessions = flag & 2 != 0 ? try WriterSessions(from: &reader) : WriterSessions()
             guard flag & 2 == 0 || !sessions.isEmpty else {
                 throw .malformed(.nonCanonical, "empty write sessions are left out, not sent", at: sessionsAt)
             }
+            let writerAt = reader.offset
+            let sessionsWriter = flag & 4 != 0 ? try Self.readReplica(&reader) : nil
+            guard sessionsWriter != sender else {
+                throw .malformed(.nonCanonical, "a writer ID equal to the sender's is left out, not sent", at: writerAt)
+            }
+            let recipient = flag & 8 != 0 ? try Self.readReplica(&reader) : nil
+            var recipientTip: WriterSessions.Tip?
+            if flag & 16 != 0 {
+                let counterAt = reader.offset
+                let counter = try reader.readVarint()
+                guard counter > 0 else { throw .malformed(.nonCanonical, "a recipient's tip at counter 0", at: counterAt) }
+                recipientTip = WriterSessions.Tip(counter: counter, session: try reader.readFixed64())
+            }
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             var gossip = SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag & 1 != 0)
             gossip.writerSessions = sessions
+            gossip.writer = sessionsWriter
+            gossip.recipient = recipient
+            gossip.recipientTip = recipientTip
             self = .gossip(gossip)
         case .reply:
             let kindAndFlag = try reader.readByte()
