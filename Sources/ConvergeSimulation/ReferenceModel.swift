@@ -336,6 +336,23 @@ struct ReferenceModel {
     /// restore gives back.
     mutating func backedUpDevice(_ d: Int) { deviceBackups[d] = durable[d] ?? [:] }
 
+    /// The writes of device `d`'s last backup that were forgotten since it was taken (lost
+    /// with the disk when it was cloned over or restored from another backup, or replaced by
+    /// a new incarnation's copies): restoring the backup brings them back, so they count
+    /// again (their dots may name two writes again, until the device finds it out anew).
+    ///
+    /// - Returns: The ledger indices of the writes that count again.
+    mutating func revivedFromBackup(of d: Int) -> [Int] {
+        var revived: [Int] = []
+        for (_, known) in (deviceBackups[d] ?? [:]).sorted(by: { $0.key.rawValue.precedesInUTF8Order($1.key.rawValue) }) {
+            for number in known.members where writes[number].forgotten {
+                writes[number].forgotten = false
+                if let ledgerIndex = writes[number].ledgerIndex { revived.append(ledgerIndex) }
+            }
+        }
+        return revived
+    }
+
     /// Device `d`'s disk was replaced by its last backup (an empty disk without one): it
     /// knows what the backup knew. Of `ownWrites` (the device's writes that still count, by
     /// ledger index), those the backup does not hold are lost with the disk when no other

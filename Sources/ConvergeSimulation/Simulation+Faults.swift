@@ -96,6 +96,9 @@ extension Simulation {
             for write in devices[d].replacedSinceBackup {
                 if let index = model.revive(write: write) { ledger.revive(index) }
             }
+            // So do those lost with the disk since (a clone over it, a restore of another
+            // backup): the backup holds them.
+            for index in model.revivedFromBackup(of: d) { ledger.revive(index) }
         }
         devices[d].replacedSinceBackup.removeAll()
         let own = ledger.writes.indices.filter { ledger.writes[$0].device == d && !ledger.writes[$0].forgotten }
