@@ -79,7 +79,23 @@ struct ReferenceModel {
         var value: Value?
     }
 
-    private(set) var writes: [Write] = []
+    private(set) var writes: [Write] = [] {
+        didSet {
+            // Each write's writer by number (``writers``), so that sets are read against
+            // counters without hashing a replica ID per write.
+            for index in writerOf.count..<writes.count {
+                let replica = writes[index].id.replica
+                if let number = writerNumbers[replica] {
+                    writerOf.append(number)
+                } else {
+                    writerNumbers[replica] = writerNumbers.count
+                    writerOf.append(writerNumbers.count - 1)
+                }
+            }
+        }
+    }
+    private var writerNumbers: [String: Int] = [:]
+    private var writerOf: [Int] = []
     private var writesByAccount: [AccountID: [Int]] = [:]
     private var writeIndexByLedger: [Int: Int] = [:]
     private var knowledge: [SimulatedNetwork.Node: [AccountID: Knowledge]] = [:]
@@ -125,17 +141,32 @@ struct ReferenceModel {
 
     /// The highest number of each writer among `known`, as a version vector would say.
     func counters(of known: Knowledge) -> Counters {
-        var result: Counters = [:]
-        for number in known.members where writes[number].id.counter > result[writes[number].id.replica, default: 0] {
-            result[writes[number].id.replica] = writes[number].id.counter
+        var highest = [UInt64](repeating: 0, count: writerNumbers.count)
+        for number in known.members where writes[number].id.counter > highest[writerOf[number]] {
+            highest[writerOf[number]] = writes[number].id.counter
         }
+        var result: Counters = [:]
+        for (replica, writer) in writerNumbers where highest[writer] > 0 { result[replica] = highest[writer] }
+        return result
+    }
+
+    /// Whether write `number`'s dot is at most `limits` (``limits(_:)``).
+    private func isWithin(_ number: Int, _ limits: [UInt64]) -> Bool {
+        writes[number].id.counter <= limits[writerOf[number]]
+    }
+
+    /// `counters` by writer number, for ``isWithin(_:_:)``.
+    private func limits(_ counters: Counters) -> [UInt64] {
+        var result = [UInt64](repeating: 0, count: writerNumbers.count)
+        for (replica, counter) in counters { if let writer = writerNumbers[replica] { result[writer] = counter } }
         return result
     }
 
     /// The writes of `account` a claim by dots names: every write whose dot is at most
     /// `counters`, whichever lineage made it.
     func writes(in account: AccountID, under counters: Counters) -> WriteSet {
-        WriteSet((writesByAccount[account] ?? []).filter { writes[$0].id.counter <= counters[writes[$0].id.replica, default: 0] })
+        let limits = limits(counters)
+        return WriteSet((writesByAccount[account] ?? []).filter { isWithin($0, limits) })
     }
 
     /// The writes whose effects `node` must show: what it knows, and for the hub also its
@@ -180,7 +211,8 @@ struct ReferenceModel {
     mutating func recordWrite(by node: SimulatedNetwork.Node, account: AccountID, key: String, id: WriteID, stamp: Stamp,
                               value: Value?, ledgerIndex: Int?, sameTimeAs past: Knowledge? = nil) -> String? {
         var known = knowledge(of: node, in: account)
-        let expected = known.members.reduce(0) { writes[$1].id.replica == id.replica ? max($0, writes[$1].id.counter) : $0 } + 1
+        let writer = writerNumbers[id.replica]
+        let expected = known.members.reduce(0) { writerOf[$1] == writer ? max($0, writes[$1].id.counter) : $0 } + 1
         let problem = id.counter == expected ? nil
             : "the write \(id) of \(key) in \(account) is not its writer's next (the model expected number \(expected))"
         writes.append(Write(account: account, key: key, id: id, stamp: stamp, value: value, past: past ?? known, ledgerIndex: ledgerIndex))
@@ -220,7 +252,8 @@ struct ReferenceModel {
         var carried = known
         if let cap {
             // The page's claim by dots, of the writes its sender knows.
-            carried = known.filter { writes[$0].id.counter <= cap[writes[$0].id.replica, default: 0] }
+            let limits = limits(cap)
+            carried = known.filter { isWithin($0, limits) }
         }
         var superseded = (excused[node]?[account] ?? WriteSet()).filter { carried.contains($0) }
         if cap != nil {
@@ -275,7 +308,8 @@ struct ReferenceModel {
     mutating func hubReplied(to d: Int, account: AccountID, context: Counters) {
         let known = knowledge(of: .hub, in: account)
         var sent = hubSent[d]?[account] ?? WriteSet()
-        sent.formUnion(known.filter { writes[$0].id.counter <= context[writes[$0].id.replica, default: 0] })
+        let limits = limits(context)
+        sent.formUnion(known.filter { isWithin($0, limits) })
         hubSent[d, default: [:]][account] = sent
     }
 
@@ -305,7 +339,8 @@ struct ReferenceModel {
         }
         settle(message: id, taken: true, lastCopy: lastCopy)
         let sent = hubSent[d]?[carried.account] ?? WriteSet()
-        var believed = carried.knowledge.filter { writes[$0].id.replica == writer || sent.contains($0) }
+        let writerNumber = writerNumbers[writer]
+        var believed = carried.knowledge.filter { writerOf[$0] == writerNumber || sent.contains($0) }
         var lost = hubLostWrites[carried.account] ?? [:]
         let believedCounters = counters(of: believed)
         for (replica, counter) in counters(of: carried.knowledge) where replica == hub || replica.hasPrefix(hub + "~") {
@@ -318,7 +353,8 @@ struct ReferenceModel {
         // their writers that the device knows.
         var entryCounters: Counters = [:]
         for entry in entries where entry.counter > entryCounters[entry.replica, default: 0] { entryCounters[entry.replica] = entry.counter }
-        believed.formUnion(carried.knowledge.filter { writes[$0].id.counter <= entryCounters[writes[$0].id.replica, default: 0] })
+        let limits = limits(entryCounters)
+        believed.formUnion(carried.knowledge.filter { isWithin($0, limits) })
         known.formUnion(believed)
         knowledge[.hub, default: [:]][carried.account] = known
         if !carried.excused.isEmpty { excused[.hub, default: [:]][carried.account, default: WriteSet()].formUnion(carried.excused) }
