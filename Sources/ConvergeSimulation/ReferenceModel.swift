@@ -475,14 +475,15 @@ struct ReferenceModel {
     /// Device `d`'s store found its counters reused and started a new incarnation in
     /// `account`: each re-stamped write is a new write under its new dot with the same value,
     /// timestamp and causal past as the write it copies (neither supersedes the other: both
-    /// can be held, as the store documents); the device's context of its old writer ID goes
-    /// back to `oldWriterCount` (what peers acknowledged) and it knows the new writer's
-    /// `newWriterCount` writes.
+    /// can be held, as the store documents), the copied write being the one of that dot this
+    /// device's lineage knows (a twin may have written another under the same dot). The
+    /// device's context of its old writer ID goes back to `oldWriterCount` (what peers
+    /// acknowledged: a store's own claim, read off its context as before; see ``Counters``
+    /// for the others), and it knows the copies.
     ///
     /// - Returns: The problems (a re-stamped write the model does not know the device held),
-    ///   and the indices in ``writes`` of the copied writes whose dot also names another write
-    ///   that counts (a dot reused after a restore): those are gone once the new incarnation
-    ///   is on disk.
+    ///   and the indices in ``writes`` of the copied writes no other replica and no message
+    ///   on its way knows: those are gone once the new incarnation is on disk.
     mutating func reincarnated(device d: Int, account: AccountID, oldWriter: String, oldWriterCount: UInt64,
                                restamped: [Restamp]) -> (problems: [String], replaced: [Int]) {
         var problems: [String] = [], replaced: [Int] = []
