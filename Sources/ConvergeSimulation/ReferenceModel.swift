@@ -234,16 +234,6 @@ struct ReferenceModel {
         return writes[index].ledgerIndex
     }
 
-    /// Forgets the write at `index` of ``writes``, which device `d`'s new incarnation
-    /// replaced by a copy, now that the incarnation is on `d`'s disk, unless another replica
-    /// or a message on its way knows it: a disk cloned from `d`'s before the flush holds it
-    /// (another lineage, which will re-stamp it in turn). Returns its ledger index if it is
-    /// forgotten now.
-    mutating func forgetReplaced(write index: Int, by d: Int) -> Int? {
-        guard !isKnown(index, in: writes[index].account, besides: .device(d)) else { return nil }
-        return forget(write: index)
-    }
-
     /// Counts the write at `index` of ``writes`` again (a disk restored from a backup that
     /// still held it); returns its ledger index, if it has one.
     mutating func revive(write index: Int) -> Int? {

@@ -146,6 +146,10 @@ extension Simulation {
         devices[t].replacedSinceBackup.removeAll()
         devices[t].disk.restore(devices[s].disk.snapshot())
         devices[t].replicaID = devices[s].replicaID
+        // A new incarnation of the source not yet on its disk: the copy holds the writes it
+        // replaced under their old dots, so they still count when the source's flush makes
+        // it durable (the clone re-stamps them in turn once it finds out).
+        devices[s].replacedOnFlush.removeAll()
         if options.topology != .folder {
             network.cutMessages(to: .device(t))
             network.orphanMessages(from: .device(t))

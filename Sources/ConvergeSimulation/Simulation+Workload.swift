@@ -94,10 +94,10 @@ extension Simulation {
         model.flushed(device: d)
         for index in devices[d].unflushedWrites { ledger.writes[index].durable = true }
         devices[d].unflushedWrites.removeAll()
-        // A new incarnation is on disk: the writes it re-stamped that nobody else knows are
-        // gone for good (see `observeIncarnation`).
+        // A new incarnation is on disk: the writes it re-stamped under dots another write
+        // also has are gone for good (see `observeIncarnation`).
         for write in devices[d].replacedOnFlush {
-            if let index = model.forgetReplaced(write: write, by: d) { ledger.forget(index) }
+            if let index = model.forget(write: write) { ledger.forget(index) }
         }
         devices[d].replacedSinceBackup += devices[d].replacedOnFlush
         devices[d].replacedOnFlush.removeAll()
