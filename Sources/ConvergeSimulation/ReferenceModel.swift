@@ -10,9 +10,12 @@ import Converge
 /// each account switch, and each compensating write the hub reported (which the model
 /// checks before it believes it).
 ///
-/// From them it keeps, per replica and account, which writes the replica knows (a write's
-/// identity is its writer and its number; a replica knows a prefix of each writer's writes,
-/// since every message carries its sender's whole knowledge). A write's causal past is what
+/// From them it keeps, per replica and account, which writes the replica knows, as a set of
+/// write numbers (``WriteSet``: the order in which the simulator performed the writes), not
+/// of dots: a dot can name two writes (two devices on copies of one disk write under one
+/// replica ID; a restored device writes again under dots it used), and the model follows
+/// each disk's lineage instead. A message carries the set its sender knew; a disk restored
+/// or cloned knows the set its copy knew when it was taken. A write's causal past is the set
 /// its writer knew when it wrote. Then, for any replica:
 /// - a write of a key is *maximal* if the replica knows it and it is in the causal past of no
 ///   other write of that key the replica knows; the replica must hold exactly its maximal
@@ -45,9 +48,14 @@ struct ReferenceModel {
         static func < (lhs: Stamp, rhs: Stamp) -> Bool { (lhs.wall, lhs.logical) < (rhs.wall, rhs.logical) }
     }
 
-    /// What a replica knows of one account: the highest write number of each writer (a
-    /// replica knows every earlier write of that writer too).
-    typealias Knowledge = [String: UInt64]
+    /// What a replica knows of one account: the writes it knows, by number in ``writes``.
+    typealias Knowledge = WriteSet
+
+    /// What a message or a store claims by dots: the highest number of each writer. The model
+    /// takes such a claim only where the simulator reads it off a message (a page's context,
+    /// a hub reply's context, a push's basis) or a store's context after a new incarnation,
+    /// and turns it into writes at once (``writes(in:under:)``).
+    typealias Counters = [String: UInt64]
 
     struct Write {
         var account: AccountID
@@ -71,7 +79,23 @@ struct ReferenceModel {
         var value: Value?
     }
 
-    private(set) var writes: [Write] = []
+    private(set) var writes: [Write] = [] {
+        didSet {
+            // Each write's writer by number (``writers``), so that sets are read against
+            // counters without hashing a replica ID per write.
+            for index in writerOf.count..<writes.count {
+                let replica = writes[index].id.replica
+                if let number = writerNumbers[replica] {
+                    writerOf.append(number)
+                } else {
+                    writerNumbers[replica] = writerNumbers.count
+                    writerOf.append(writerNumbers.count - 1)
+                }
+            }
+        }
+    }
+    private var writerNumbers: [String: Int] = [:]
+    private var writerOf: [Int] = []
     private var writesByAccount: [AccountID: [Int]] = [:]
     private var writeIndexByLedger: [Int: Int] = [:]
     private var knowledge: [SimulatedNetwork.Node: [AccountID: Knowledge]] = [:]
@@ -85,7 +109,7 @@ struct ReferenceModel {
     /// superseding write arrives may miss the write too (a device's page to the hub, then
     /// the hub's answer to another device). Only pages make excuses; a run without them
     /// checks everything exactly.
-    private var excused: [SimulatedNetwork.Node: [AccountID: Set<WriteID>]] = [:]
+    private var excused: [SimulatedNetwork.Node: [AccountID: WriteSet]] = [:]
     private var durable: [Int: [AccountID: Knowledge]] = [:]
     /// What the hub knew when its last backup was taken.
     private var hubBackup: [AccountID: Knowledge]?
@@ -98,8 +122,8 @@ struct ReferenceModel {
     /// (see ``hubReceivedPush(message:from:writer:hub:entries:basis:lastCopy:)``): the hub
     /// does not know them (its context, what it sends and the pushes it takes are without
     /// them), but what they superseded stays superseded there.
-    private var hubLostWrites: [AccountID: Knowledge] = [:]
-    private var inFlight: [Int: (account: AccountID, knowledge: Knowledge, excused: Set<WriteID>)] = [:]
+    private var hubLostWrites: [AccountID: Counters] = [:]
+    private var inFlight: [Int: (account: AccountID, knowledge: Knowledge, excused: WriteSet)] = [:]
     /// What each device's disk had made durable when its last backup was taken (see
     /// ``backedUpDevice(_:)``).
     private var deviceBackups: [Int: [AccountID: Knowledge]] = [:]
@@ -111,17 +135,45 @@ struct ReferenceModel {
     /// collected by ``takeNewlyForgotten()``.
     private var newlyForgotten: [Int] = []
 
-    static func knows(_ knowledge: Knowledge, _ id: WriteID) -> Bool { knowledge[id.replica, default: 0] >= id.counter }
-
     func knowledge(of node: SimulatedNetwork.Node, in account: AccountID) -> Knowledge {
-        knowledge[node]?[account] ?? [:]
+        knowledge[node]?[account] ?? Knowledge()
+    }
+
+    /// The highest number of each writer among `known`, as a version vector would say.
+    func counters(of known: Knowledge) -> Counters {
+        var highest = [UInt64](repeating: 0, count: writerNumbers.count)
+        for number in known.members where writes[number].id.counter > highest[writerOf[number]] {
+            highest[writerOf[number]] = writes[number].id.counter
+        }
+        var result: Counters = [:]
+        for (replica, writer) in writerNumbers where highest[writer] > 0 { result[replica] = highest[writer] }
+        return result
+    }
+
+    /// Whether write `number`'s dot is at most `limits` (``limits(_:)``).
+    private func isWithin(_ number: Int, _ limits: [UInt64]) -> Bool {
+        writes[number].id.counter <= limits[writerOf[number]]
+    }
+
+    /// `counters` by writer number, for ``isWithin(_:_:)``.
+    private func limits(_ counters: Counters) -> [UInt64] {
+        var result = [UInt64](repeating: 0, count: writerNumbers.count)
+        for (replica, counter) in counters { if let writer = writerNumbers[replica] { result[writer] = counter } }
+        return result
+    }
+
+    /// The writes of `account` a claim by dots names: every write whose dot is at most
+    /// `counters`, whichever lineage made it.
+    func writes(in account: AccountID, under counters: Counters) -> WriteSet {
+        let limits = limits(counters)
+        return WriteSet((writesByAccount[account] ?? []).filter { isWithin($0, limits) })
     }
 
     /// The writes whose effects `node` must show: what it knows, and for the hub also its
     /// own writes it lost in a restore that devices claim (``hubLostWrites``).
     func accountedFor(by node: SimulatedNetwork.Node, in account: AccountID) -> Knowledge {
         var known = knowledge(of: node, in: account)
-        if node == .hub, let lost = hubLostWrites[account] { Self.raise(&known, to: lost) }
+        if node == .hub, let lost = hubLostWrites[account] { known.formUnion(writes(in: account, under: lost)) }
         return known
     }
 
@@ -129,27 +181,23 @@ struct ReferenceModel {
     /// copy of an account joined with what devices keep aside of it.
     func accountedFor(by node: SimulatedNetwork.Node, with others: [SimulatedNetwork.Node], in account: AccountID) -> Knowledge {
         var known = accountedFor(by: node, in: account)
-        for other in others { Self.raise(&known, to: knowledge(of: other, in: account)) }
+        for other in others { known.formUnion(knowledge(of: other, in: account)) }
         return known
-    }
-
-    private static func raise(_ known: inout Knowledge, to carried: Knowledge) {
-        for (replica, counter) in carried where counter > known[replica, default: 0] { known[replica] = counter }
     }
 
     /// Whether `node` may hold `id`, or not, without knowing what superseded it (see ``excused``):
     /// only while a write that superseded it still counts (one lost in a crash supersedes
     /// nothing, and `id` is then owed as any current write is).
     func isExcused(_ id: WriteID, at node: SimulatedNetwork.Node, in account: AccountID) -> Bool {
-        guard excused[node]?[account]?.contains(id) ?? false else { return false }
-        return isSuperseded(id, in: account)
+        guard let excuses = excused[node]?[account] else { return false }
+        return excuses.members.contains { writes[$0].id == id && isSuperseded($0, in: account) }
     }
 
-    /// Whether a write of `account` that counts saw `id`, of the same key.
-    private func isSuperseded(_ id: WriteID, in account: AccountID) -> Bool {
-        let indices = writesByAccount[account] ?? []
-        let keys = Set(indices.filter { writes[$0].id == id && !writes[$0].forgotten }.map { writes[$0].key })
-        return indices.contains { keys.contains(writes[$0].key) && !writes[$0].forgotten && Self.knows(writes[$0].past, id) }
+    /// Whether a write of `account` that counts saw write `number`, of the same key.
+    private func isSuperseded(_ number: Int, in account: AccountID) -> Bool {
+        guard !writes[number].forgotten else { return false }
+        let key = writes[number].key
+        return (writesByAccount[account] ?? []).contains { writes[$0].key == key && !writes[$0].forgotten && writes[$0].past.contains(number) }
     }
 
     // MARK: Observations
@@ -163,13 +211,14 @@ struct ReferenceModel {
     mutating func recordWrite(by node: SimulatedNetwork.Node, account: AccountID, key: String, id: WriteID, stamp: Stamp,
                               value: Value?, ledgerIndex: Int?, sameTimeAs past: Knowledge? = nil) -> String? {
         var known = knowledge(of: node, in: account)
-        let expected = known[id.replica, default: 0] + 1
+        let writer = writerNumbers[id.replica]
+        let expected = known.members.reduce(0) { writerOf[$1] == writer ? max($0, writes[$1].id.counter) : $0 } + 1
         let problem = id.counter == expected ? nil
             : "the write \(id) of \(key) in \(account) is not its writer's next (the model expected number \(expected))"
         writes.append(Write(account: account, key: key, id: id, stamp: stamp, value: value, past: past ?? known, ledgerIndex: ledgerIndex))
         writesByAccount[account, default: []].append(writes.count - 1)
         if let ledgerIndex { writeIndexByLedger[ledgerIndex] = writes.count - 1 }
-        known[id.replica] = max(known[id.replica, default: 0], id.counter)
+        known.insert(writes.count - 1)
         knowledge[node, default: [:]][account] = known
         return problem
     }
@@ -198,21 +247,23 @@ struct ReferenceModel {
     /// then checked against that claim: a page that claims more than it carries shows as a
     /// lost write, one that carries more shows as a write the receiver cannot know). The
     /// sender's own excuses (see ``excused``) go with what it carries.
-    mutating func sent(message id: Int, from node: SimulatedNetwork.Node, account: AccountID, cap: Knowledge? = nil) {
+    mutating func sent(message id: Int, from node: SimulatedNetwork.Node, account: AccountID, cap: Counters? = nil) {
         let known = knowledge(of: node, in: account)
         var carried = known
         if let cap {
-            for (replica, counter) in carried { carried[replica] = min(counter, cap[replica, default: 0]) }
+            // The page's claim by dots, of the writes its sender knows.
+            let limits = limits(cap)
+            carried = known.filter { isWithin($0, limits) }
         }
-        var superseded = (excused[node]?[account] ?? []).filter { Self.knows(carried, $0) }
-        if let cap {
+        var superseded = (excused[node]?[account] ?? WriteSet()).filter { carried.contains($0) }
+        if cap != nil {
             // The writes under the cap that the sender knows were superseded: seen by another
             // write of their key that it knows (a write's past never holds the write itself).
-            let indices = (writesByAccount[account] ?? []).filter { !writes[$0].forgotten && Self.knows(known, writes[$0].id) }
-            var seen: [String: Knowledge] = [:]
-            for index in indices { Self.raise(&seen[writes[index].key, default: [:]], to: writes[index].past) }
-            for index in indices where Self.knows(cap, writes[index].id) && Self.knows(seen[writes[index].key]!, writes[index].id) {
-                superseded.insert(writes[index].id)
+            let indices = known.members.filter { !writes[$0].forgotten }
+            var seen: [String: WriteSet] = [:]
+            for index in indices { seen[writes[index].key, default: WriteSet()].formUnion(writes[index].past) }
+            for index in indices where carried.contains(index) && seen[writes[index].key]!.contains(index) {
+                superseded.insert(index)
             }
         }
         inFlight[id] = (account, carried, superseded)
@@ -228,8 +279,8 @@ struct ReferenceModel {
             return
         }
         settle(message: id, taken: true, lastCopy: lastCopy)
-        Self.raise(&knowledge[node, default: [:]][carried.account, default: [:]], to: carried.knowledge)
-        if !carried.excused.isEmpty { excused[node, default: [:]][carried.account, default: []].formUnion(carried.excused) }
+        knowledge[node, default: [:]][carried.account, default: Knowledge()].formUnion(carried.knowledge)
+        if !carried.excused.isEmpty { excused[node, default: [:]][carried.account, default: WriteSet()].formUnion(carried.excused) }
     }
 
     /// A copy of message `id` that brings nothing (a poll, an up-to-date answer, a copy a
@@ -254,13 +305,11 @@ struct ReferenceModel {
     }
 
     /// The hub answered device `d` with a reply under `context`.
-    mutating func hubReplied(to d: Int, account: AccountID, context: Knowledge) {
+    mutating func hubReplied(to d: Int, account: AccountID, context: Counters) {
         let known = knowledge(of: .hub, in: account)
-        var sent = hubSent[d]?[account] ?? [:]
-        for (replica, counter) in context {
-            let held = min(counter, known[replica, default: 0])
-            if held > sent[replica, default: 0] { sent[replica] = held }
-        }
+        var sent = hubSent[d]?[account] ?? WriteSet()
+        let limits = limits(context)
+        sent.formUnion(known.filter { isWithin($0, limits) })
         hubSent[d, default: [:]][account] = sent
     }
 
@@ -278,30 +327,37 @@ struct ReferenceModel {
     /// hub lost them in a restore, and then the hub has taken account of them as far as
     /// anyone can (a device that holds one pushes it; a write one of them superseded stays
     /// superseded).
-    mutating func hubReceivedPush(message id: Int, from d: Int, writer: String, hub: String, entries: [WriteID], basis: Knowledge,
+    mutating func hubReceivedPush(message id: Int, from d: Int, writer: String, hub: String, entries: [WriteID], basis: Counters,
                                   lastCopy: Bool) {
         guard let carried = inFlight[id] else { return }
         if lastCopy { inFlight[id] = nil }
         var known = knowledge(of: .hub, in: carried.account)
-        guard basis.allSatisfy({ $0.value <= known[$0.key, default: 0] }) else {
+        let knownCounters = counters(of: known)
+        guard basis.allSatisfy({ $0.value <= knownCounters[$0.key, default: 0] }) else {
             settle(message: id, taken: false, lastCopy: lastCopy)
             return
         }
         settle(message: id, taken: true, lastCopy: lastCopy)
-        let sent = hubSent[d]?[carried.account] ?? [:]
-        var believed: Knowledge = [:]
+        let sent = hubSent[d]?[carried.account] ?? WriteSet()
+        let writerNumber = writerNumbers[writer]
+        var believed = carried.knowledge.filter { writerOf[$0] == writerNumber || sent.contains($0) }
         var lost = hubLostWrites[carried.account] ?? [:]
-        for (replica, counter) in carried.knowledge {
-            believed[replica] = replica == writer ? counter : min(counter, sent[replica, default: 0])
-            if (replica == hub || replica.hasPrefix(hub + "~")) && counter > max(believed[replica]!, known[replica, default: 0]) {
+        let believedCounters = counters(of: believed)
+        for (replica, counter) in counters(of: carried.knowledge) where replica == hub || replica.hasPrefix(hub + "~") {
+            if counter > max(believedCounters[replica, default: 0], knownCounters[replica, default: 0]) {
                 lost[replica] = max(lost[replica, default: 0], counter)
             }
         }
         hubLostWrites[carried.account] = lost
-        for entry in entries where entry.counter > believed[entry.replica, default: 0] { believed[entry.replica] = entry.counter }
-        Self.raise(&known, to: believed)
+        // The writes the push carries, and (its context covering them) the earlier ones of
+        // their writers that the device knows.
+        var entryCounters: Counters = [:]
+        for entry in entries where entry.counter > entryCounters[entry.replica, default: 0] { entryCounters[entry.replica] = entry.counter }
+        let limits = limits(entryCounters)
+        believed.formUnion(carried.knowledge.filter { isWithin($0, limits) })
+        known.formUnion(believed)
         knowledge[.hub, default: [:]][carried.account] = known
-        if !carried.excused.isEmpty { excused[.hub, default: [:]][carried.account, default: []].formUnion(carried.excused) }
+        if !carried.excused.isEmpty { excused[.hub, default: [:]][carried.account, default: WriteSet()].formUnion(carried.excused) }
     }
 
     /// Device `d`'s disk made everything durable.
@@ -315,6 +371,23 @@ struct ReferenceModel {
     /// A backup of device `d`'s disk was taken: what its disk has made durable is what a
     /// restore gives back.
     mutating func backedUpDevice(_ d: Int) { deviceBackups[d] = durable[d] ?? [:] }
+
+    /// The writes of device `d`'s last backup that were forgotten since it was taken (lost
+    /// with the disk when it was cloned over or restored from another backup, or replaced by
+    /// a new incarnation's copies): restoring the backup brings them back, so they count
+    /// again (their dots may name two writes again, until the device finds it out anew).
+    ///
+    /// - Returns: The ledger indices of the writes that count again.
+    mutating func revivedFromBackup(of d: Int) -> [Int] {
+        var revived: [Int] = []
+        for (_, known) in (deviceBackups[d] ?? [:]).sorted(by: { $0.key.rawValue.precedesInUTF8Order($1.key.rawValue) }) {
+            for number in known.members where writes[number].forgotten {
+                writes[number].forgotten = false
+                if let ledgerIndex = writes[number].ledgerIndex { revived.append(ledgerIndex) }
+            }
+        }
+        return revived
+    }
 
     /// Device `d`'s disk was replaced by its last backup (an empty disk without one): it
     /// knows what the backup knew. Of `ownWrites` (the device's writes that still count, by
@@ -341,9 +414,10 @@ struct ReferenceModel {
     private mutating func replacedDisk(of d: Int, with backup: [AccountID: Knowledge],
                                        ownWrites: [(ledgerIndex: Int, account: AccountID, id: WriteID)]) -> [Int] {
         var lost: [Int] = []
-        for write in ownWrites where !Self.knows(backup[write.account] ?? [:], write.id) {
-            guard !isKnown(write.id, in: write.account, apartFrom: .device(d)) else { continue }
-            let carriers = Set(inFlight.filter { $0.value.account == write.account && Self.knows($0.value.knowledge, write.id) }.keys)
+        for write in ownWrites {
+            guard let number = writeIndexByLedger[write.ledgerIndex], !(backup[write.account]?.contains(number) ?? false),
+                  !isKnown(number, in: write.account, apartFrom: .device(d)) else { continue }
+            let carriers = Set(inFlight.filter { $0.value.account == write.account && $0.value.knowledge.contains(number) }.keys)
             if carriers.isEmpty {
                 forget(ledgerIndex: write.ledgerIndex)
                 lost.append(write.ledgerIndex)
@@ -356,11 +430,11 @@ struct ReferenceModel {
         return lost
     }
 
-    /// Whether a replica other than `node`, or the hub's backup, knows `id` in `account`.
-    private func isKnown(_ id: WriteID, in account: AccountID, apartFrom node: SimulatedNetwork.Node) -> Bool {
+    /// Whether a replica other than `node`, or the hub's backup, knows write `number` in `account`.
+    private func isKnown(_ number: Int, in account: AccountID, apartFrom node: SimulatedNetwork.Node) -> Bool {
         // Any one is enough: the order the dictionary visits them in decides nothing.
-        if knowledge.contains(where: { $0.key != node && Self.knows($0.value[account] ?? [:], id) }) { return true }
-        return hubBackup.map { Self.knows($0[account] ?? [:], id) } ?? false
+        if knowledge.contains(where: { $0.key != node && ($0.value[account]?.contains(number) ?? false) }) { return true }
+        return hubBackup?[account]?.contains(number) ?? false
     }
 
     /// A copy of message `id` was taken (or, with `taken` false, lost or refused): a
@@ -401,60 +475,69 @@ struct ReferenceModel {
     /// Device `d`'s store found its counters reused and started a new incarnation in
     /// `account`: each re-stamped write is a new write under its new dot with the same value,
     /// timestamp and causal past as the write it copies (neither supersedes the other: both
-    /// can be held, as the store documents); the device's context of its old writer ID goes
-    /// back to `oldWriterCount` (what peers acknowledged) and it knows the new writer's
-    /// `newWriterCount` writes.
+    /// can be held, as the store documents), the copied write being the one of that dot this
+    /// device's lineage knows (a twin may have written another under the same dot). The
+    /// device's context of its old writer ID goes back to `oldWriterCount` (what peers
+    /// acknowledged: a store's own claim, read off its context as before; see ``Counters``
+    /// for the others), and it knows the copies.
     ///
     /// - Returns: The problems (a re-stamped write the model does not know the device held),
-    ///   and the indices in ``writes`` of the copied writes whose dot also names another write
-    ///   that counts (a dot reused after a restore): those are gone once the new incarnation
-    ///   is on disk.
+    ///   and the indices in ``writes`` of the copied writes no other replica and no message
+    ///   on its way knows: those are gone once the new incarnation is on disk.
     mutating func reincarnated(device d: Int, account: AccountID, oldWriter: String, oldWriterCount: UInt64,
-                               newWriter: String, newWriterCount: UInt64, restamped: [Restamp]) -> (problems: [String], replaced: [Int]) {
+                               restamped: [Restamp]) -> (problems: [String], replaced: [Int]) {
         var problems: [String] = [], replaced: [Int] = []
         let indices = writesByAccount[account] ?? []
+        var known = knowledge(of: .device(d), in: account)
+        // The write each re-stamp copies: one this device's lineage knows (a twin's write
+        // of the same dot is another write, which this disk never held).
+        var copies: [(original: Int, restamp: Restamp)] = []
         for restamp in restamped {
-            let copied = indices.last { index in
+            func isCopied(_ index: Int) -> Bool {
                 let write = writes[index]
                 return !write.forgotten && write.id == restamp.old && write.key == restamp.key && write.stamp == restamp.stamp
                     && write.value == restamp.value
             }
-            guard let copied else {
-                problems.append("d\(d) re-stamped \(restamp.old) of \(restamp.key) in \(account) as \(restamp.new), a write the model does not know")
+            guard let copied = indices.last(where: { known.contains($0) && isCopied($0) }) else {
+                problems.append("d\(d) re-stamped \(restamp.old) of \(restamp.key) in \(account) as \(restamp.new), a write the model does not know it held")
                 continue
             }
+            copies.append((copied, restamp))
+        }
+        // The old writer ID's writes beyond what peers acknowledged: the store's context for
+        // it goes back there (the store's claim, read off its context), so neither the device
+        // nor a copy counts them as seen any more.
+        func beyondAcknowledged(_ number: Int) -> Bool {
+            writes[number].id.replica == oldWriter && writes[number].id.counter > oldWriterCount
+        }
+        let first = writes.count
+        for (offset, (copied, restamp)) in copies.enumerated() {
             var copy = writes[copied]
             copy.id = restamp.new
-            // What the copy saw, as the store now holds it: of the old writer ID only what
-            // peers acknowledged (the store's context for it goes back there; the rest, its
-            // own writes since a restore, may share their dots with other writes), and the
-            // copies of the old writes the original saw, which are the new ID's first ones.
-            let original = writes[copied].past[oldWriter, default: 0]
-            copy.past[oldWriter] = min(original, oldWriterCount)
-            let sawCopies = UInt64(restamped.filter { $0.old.counter <= original }.count)
-            copy.past[newWriter] = max(copy.past[newWriter, default: 0], sawCopies)
+            // What the copy saw: what the original saw, but of the old writer ID only what
+            // peers acknowledged, and the copies of the re-stamped writes the original saw.
+            copy.past = writes[copied].past.filter { !beyondAcknowledged($0) }
+            for (other, (original, _)) in copies.enumerated() where writes[copied].past.contains(original) { copy.past.insert(first + other) }
             copy.ledgerIndex = restamp.ledgerIndex
             writes.append(copy)
-            writesByAccount[account, default: []].append(writes.count - 1)
-            writeIndexByLedger[restamp.ledgerIndex] = writes.count - 1
+            writesByAccount[account, default: []].append(first + offset)
+            writeIndexByLedger[restamp.ledgerIndex] = first + offset
             // The copy replaces the write: the store no longer holds it under its old dot. It
-            // still counts where another replica (or a message on its way) may hold it.
-            let doubled = indices.contains { $0 != copied && !writes[$0].forgotten && writes[$0].id == restamp.old }
-            if doubled || !isKnown(restamp.old, in: account, besides: .device(d)) { replaced.append(copied) }
+            // still counts where another replica (or a message on its way) knows it.
+            if !isKnown(copied, in: account, besides: .device(d)) { replaced.append(copied) }
         }
-        var known = knowledge(of: .device(d), in: account)
-        known[oldWriter] = oldWriterCount
-        known[newWriter] = newWriterCount
+        known = known.filter { !beyondAcknowledged($0) }
+        for offset in copies.indices { known.insert(first + offset) }
         knowledge[.device(d), default: [:]][account] = known
         return (problems, replaced)
     }
 
-    /// Whether a node other than `node`, or a message on its way, knows `id` in `account`.
-    func isKnown(_ id: WriteID, in account: AccountID, besides node: SimulatedNetwork.Node) -> Bool {
+    /// Whether a node other than `node`, or a message on its way, knows write `number` in `account`.
+    func isKnown(_ number: Int, in account: AccountID, besides node: SimulatedNetwork.Node) -> Bool {
         for (other, accounts) in knowledge where other != node {
-            if let known = accounts[account], Self.knows(known, id) { return true }
+            if let known = accounts[account], known.contains(number) { return true }
         }
-        return inFlight.values.contains { $0.account == account && Self.knows($0.knowledge, id) }
+        return inFlight.values.contains { $0.account == account && $0.knowledge.contains(number) }
     }
 
     /// The dots that name more than one write that counts (each once, in account then dot
@@ -483,17 +566,15 @@ struct ReferenceModel {
     /// maximal ones, in identity order.
     func expected(in account: AccountID, knowing known: Knowledge) -> [String: [Expected]] {
         var byKey: [String: [Int]] = [:]
-        for index in writesByAccount[account] ?? [] where !writes[index].forgotten && Self.knows(known, writes[index].id) {
+        for index in known.members where writes[index].account == account && !writes[index].forgotten {
             byKey[writes[index].key, default: []].append(index)
         }
         var result: [String: [Expected]] = [:]
         for (key, indices) in byKey {
             // What the writes of this key saw, together: a write is superseded if one saw it.
-            var seen: Knowledge = [:]
-            for index in indices {
-                for (replica, counter) in writes[index].past where counter > seen[replica, default: 0] { seen[replica] = counter }
-            }
-            let maximal = indices.filter { !Self.knows(seen, writes[$0].id) }
+            var seen = WriteSet()
+            for index in indices { seen.formUnion(writes[index].past) }
+            let maximal = indices.filter { !seen.contains($0) }
                 .map { Expected(id: writes[$0].id, stamp: writes[$0].stamp, value: writes[$0].value) }
                 .sorted { $0.id < $1.id }
             result[key] = maximal
@@ -540,9 +621,11 @@ struct ReferenceModel {
         guard let index = matching.last(where: { !writes[$0].forgotten }) else {
             return matching.isEmpty ? "a write the model never saw" : "a write lost in a crash before it was durable"
         }
-        if !Self.knows(known, id) { return "a write this replica cannot know of" }
+        let knownMatching = matching.filter { known.contains($0) && !writes[$0].forgotten }
+        if knownMatching.isEmpty { return "a write this replica cannot know of" + (matching.count > 1 ? " (its dot names another write it does not know either)" : "") }
         let superseding = (writesByAccount[account] ?? []).first { other in
-            writes[other].key == key && !writes[other].forgotten && Self.knows(known, writes[other].id) && Self.knows(writes[other].past, id)
+            writes[other].key == key && !writes[other].forgotten && known.contains(other)
+                && knownMatching.contains { writes[other].past.contains($0) }
         }
         if let superseding { return "superseded by \(writes[superseding].id), which saw it" }
         return "a current write with another value or time (\(writes[index].value.map { "\($0)".prefix(30) } ?? "removal"))"

@@ -24,7 +24,7 @@ extension Simulation {
     /// What a page of the hub protocol (a push or reply cut to fit `hubMessageBytes`)
     /// claims to carry: its context, when that is below its sender's (a whole change
     /// carries the sender's context). `nil` for anything else.
-    private func pageCap(of bytes: [UInt8], of account: AccountID, from sender: Node) -> ReferenceModel.Knowledge? {
+    private func pageCap(of bytes: [UInt8], of account: AccountID, from sender: Node) -> ReferenceModel.Counters? {
         guard options.topology == .hub, options.hubMessageBytes < SyncMessage.maximumEncodedBytes,
               let message = try? SyncMessage(encoded: bytes) else { return nil }
         let carried: ReplicatedMap.Delta
@@ -39,7 +39,7 @@ extension Simulation {
         case .device(let d): whole = devices[d].store.replicatedState.context
         }
         guard carried.context != whole else { return nil }
-        var cap: ReferenceModel.Knowledge = [:]
+        var cap: ReferenceModel.Counters = [:]
         for (replica, counter) in carried.context.sortedEntries { cap[replica.rawValue] = counter }
         return cap
     }

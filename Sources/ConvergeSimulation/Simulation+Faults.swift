@@ -96,6 +96,9 @@ extension Simulation {
             for write in devices[d].replacedSinceBackup {
                 if let index = model.revive(write: write) { ledger.revive(index) }
             }
+            // So do those lost with the disk since (a clone over it, a restore of another
+            // backup): the backup holds them.
+            for index in model.revivedFromBackup(of: d) { ledger.revive(index) }
         }
         devices[d].replacedSinceBackup.removeAll()
         let own = ledger.writes.indices.filter { ledger.writes[$0].device == d && !ledger.writes[$0].forgotten }
@@ -143,6 +146,10 @@ extension Simulation {
         devices[t].replacedSinceBackup.removeAll()
         devices[t].disk.restore(devices[s].disk.snapshot())
         devices[t].replicaID = devices[s].replicaID
+        // A new incarnation of the source not yet on its disk: the copy holds the writes it
+        // replaced under their old dots, so they still count when the source's flush makes
+        // it durable (the clone re-stamps them in turn once it finds out).
+        devices[s].replacedOnFlush.removeAll()
         if options.topology != .folder {
             network.cutMessages(to: .device(t))
             network.orphanMessages(from: .device(t))

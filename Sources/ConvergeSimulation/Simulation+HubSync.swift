@@ -20,7 +20,7 @@ extension Simulation {
                 model.dropped(message: id, lastCopy: lastCopy)
             } else if case .device(let d) = sender {
                 let entries = push.delta.entries.values.flatMap { $0.map { Self.modelID($0.dot) } }
-                var basis = ReferenceModel.Knowledge()
+                var basis = ReferenceModel.Counters()
                 for (replica, counter) in push.basis.sortedEntries { basis[replica.rawValue] = counter }
                 model.hubReceivedPush(message: id, from: d, writer: push.device.rawValue, hub: hub.hubID.base.rawValue, entries: entries, basis: basis, lastCopy: lastCopy)
             } else {
@@ -41,7 +41,7 @@ extension Simulation {
         if let account { checkCompensations(compensations, account: account, knownBefore: knownBefore) }
         if case .reply(let reply) = answer {
             if case .device(let d) = sender {
-                var context = ReferenceModel.Knowledge()
+                var context = ReferenceModel.Counters()
                 for (replica, counter) in reply.delta.context.sortedEntries { context[replica.rawValue] = counter }
                 model.hubReplied(to: d, account: reply.account, context: context)
             }

@@ -41,8 +41,7 @@ extension Simulation {
             devices[d].unflushedWrites.append(restamped[index].ledgerIndex)
         }
         let outcome = model.reincarnated(device: d, account: account, oldWriter: writerBefore.rawValue,
-                                         oldWriterCount: state.context[writerBefore], newWriter: writer.rawValue,
-                                         newWriterCount: state.context[writer], restamped: restamped)
+                                         oldWriterCount: state.context[writerBefore], restamped: restamped)
         for problem in outcome.problems { report(Violation(.referenceModel, "at \(now) ms \(problem)")) }
         devices[d].replacedOnFlush += outcome.replaced
         recordMoment("\(devices[d].id) finds its counters reused (it knew \(writerBefore):\(stateBefore.context[writerBefore]), a peer more) and continues as \(writer), re-stamping \(restamped.count) unacknowledged write\(restamped.count == 1 ? "" : "s")")

@@ -168,11 +168,14 @@ extension Simulation {
     /// compensations) are off in such a run; the checks at the end, after the heal, are not.
     var hubWasRestored: Bool { metrics.hubRestores > 0 }
 
-    /// Whether a device was restored from an older copy of its disk in this run. Until it
-    /// finds its counters reused and starts a new incarnation, one dot may name two writes
-    /// (one a replica knows, one the restored device made again), which the model, reasoning
-    /// by dots, cannot tell apart replica by replica: its checks during the run are off in
-    /// such a run; those at the end are not.
+    /// Whether a device was restored from an older copy of its disk, or cloned, in this run.
+    /// Until it finds its counters reused and starts a new incarnation, one dot may name two
+    /// writes (one a replica knows, one the restored device or a twin made again). The model
+    /// tells them apart (it names writes by the simulator's write number), but a store
+    /// holding one of them under that dot cannot, replica by replica, until the new
+    /// incarnation: the model's checks during the run are off in such a run (they were
+    /// when the model reasoned by dots, and have not been tried since); those at the end
+    /// are not.
     var deviceWasRestored: Bool { metrics.deviceRestores + metrics.deviceClones > 0 }
 
     /// One replica against the model, in turn, as the run goes (with the law checks).

@@ -170,6 +170,33 @@ struct DeviceRestoreTests {
         }
     }
 
+    /// The case `Simulations/device-clone.json` seed 4 shrank to: d1's disk is replaced by a
+    /// copy of d0's, then, each unaware of the other, d0 writes k6 once (d0:2) and d1 writes
+    /// k6 twice (d0:2 and d0:3, its second write seeing its own first). d1 finds its counters
+    /// reused and re-stamps its second write as `d0~n`: the copy saw d1's d0:2, not d0's, so
+    /// it is concurrent with d0's write and both are kept. A model that names writes by dot
+    /// took the copy for one that saw d0's write (and so for a write d0's had to give way to).
+    @Test func aTwinThatWroteOneKeyTwiceBeforeFindingOutKeepsTheOtherTwinsWrite() throws {
+        let (simulation, result) = try Self.run([
+            (10, .set(device: 0, key: 0, valueBytes: 8)),
+            (300, .deviceClone(from: 0, to: 1, downMs: 100)),
+            (450, .offline(device: 1, durationMs: 500)),
+            (500, .set(device: 0, key: 6, valueBytes: 8)),
+            (600, .set(device: 1, key: 6, valueBytes: 8)),
+            (650, .set(device: 1, key: 6, valueBytes: 8)),
+            (3_000, .read(device: 0, key: 6)),
+        ])
+        #expect(result.violations.isEmpty, "\(result.violations)")
+        #expect(result.metrics.faults.deviceClones == 1)
+        #expect(result.metrics.faults.deviceIncarnations >= 1)
+        #expect(simulation.devices[1].store.writerID.base == "d0" && simulation.devices[1].store.writerID != "d0")
+        for device in simulation.devices {
+            // d0's write and d1's second, concurrent; d1's first is superseded by its second.
+            #expect(device.store.replicatedState.siblings(forKey: "k6").filter { !$0.isTombstone }.count == 2,
+                    "\(device.id): \(device.store.replicatedState.siblings(forKey: "k6"))")
+        }
+    }
+
     /// After the restore d0 writes k5 before it next syncs: the new write takes the dot the
     /// hub already holds for k1 (equal counters), which counters cannot show. The hub tells
     /// them apart by the write session that issued the dot (``WriterSessions``): d0 starts
