@@ -49,9 +49,11 @@ struct WriteSessionReviewTests {
 
     /// A restored store writes in account "one" (reusing counters the hub of "one" holds),
     /// switches to account "two", and syncs there first: "two" shows the reuse, so the store
-    /// starts a new incarnation, but only "two"'s writes are re-stamped. Back in "one" the
-    /// store pushes under the new writer ID; the old ID's reused counters in "one" are never
-    /// checked, and the writes behind them are lost on both sides.
+    /// starts a new incarnation. Its writes in "one", kept aside, must be re-stamped too:
+    /// back in "one" the store pushes under the new writer ID, and writes left under the old
+    /// ID's reused counters would be taken for the hub's (the writes behind them lost on
+    /// both sides: the hub drops its own, which the push's context claims, and ignores the
+    /// store's, whose dots it has seen).
     @Test func aRestoreFoundInAnotherAccountLosesNothing() throws {
         var hub = HubSyncMachine()
         let storage = InMemoryStorage()
@@ -84,14 +86,9 @@ struct WriteSessionReviewTests {
         try a.switchAccount(to: "one")
         for _ in 0..<3 { for store in [a, b] { try exchange(store, with: &hub) } }
         let everyKey: Set<String> = ["base", "late1", "late2", "fresh1", "fresh2"]
-        // Open (it fails at 67645e8 too): a new incarnation re-stamps only the current
-        // account's writes, and the hub believes a device's claims on its own older
-        // incarnations. Recorded as a known issue so that it flags itself once fixed.
-        withKnownIssue("a restore found in another account re-stamps only that account's writes") {
-            #expect(Set(a.values.keys) == everyKey)
-            #expect(Set(b.values.keys) == everyKey)
-            #expect(Set(hub.state(of: "one").entries.keys) == everyKey)
-        }
+        #expect(Set(a.values.keys) == everyKey)
+        #expect(Set(b.values.keys) == everyKey)
+        #expect(Set(hub.state(of: "one").entries.keys) == everyKey)
     }
 
     /// Seventeen short-lived store objects on one file (the `converge` CLI, one process per
