@@ -91,6 +91,38 @@ struct WriteSessionReviewTests {
         #expect(Set(hub.state(of: "one").entries.keys) == everyKey)
     }
 
+    /// The same reuse as the hub sees it from a store that left the old writer ID's reused
+    /// counters in place (one that re-stamped only the account that showed the reuse, as
+    /// stores did before): a push under the new incarnation carries writes of the old one
+    /// whose dots the hub holds as other writes. The hub believes a device's claims on its
+    /// older incarnations only as far as it sent them or the push carries the very writes it
+    /// holds: it keeps its own writes, and takes none of the push's under those dots.
+    @Test func aHubKeepsItsWritesWhenANewIncarnationCarriesReusedDotsOfAnOldOne() throws {
+        var hub = HubSyncMachine()
+        let storage = InMemoryStorage()
+        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
+        try a.setValue("1", forKey: "base")
+        try exchange(a, with: &hub)
+        let backup = try #require(try storage.load())
+        try a.setValue("1", forKey: "late1")
+        try a.setValue("1", forKey: "late2")
+        try exchange(a, with: &hub)
+        let restored = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        try restored.setValue("1", forKey: "fresh1")
+        try restored.setValue("1", forKey: "fresh2")
+        // Its whole state, under a new incarnation that is a new member of the hub.
+        let state = restored.replicatedState
+        let push = SyncPush(account: .default, device: "A~7", delta: ReplicatedMap.Delta(entries: state.entries, context: state.context))
+        var compensations: [HubCompensation] = []
+        _ = try hub.receive(try SyncMessage(encoded: try SyncMessage.push(push).encoded()), nowMilliseconds: clock.nowMilliseconds(),
+                            compensations: &compensations)
+        hub._checkInvariants()
+        #expect(Set(hub.state(of: .default).entries.keys) == ["base", "late1", "late2"])
+        for _ in 0..<2 { try exchange(b, with: &hub) }
+        #expect(Set(b.values.keys) == ["base", "late1", "late2"])
+    }
+
     /// Seventeen short-lived store objects on one file (the `converge` CLI, one process per
     /// `set`) each write once between two syncs: the runs are capped at 16, and with the
     /// smallest request limit the runs a push sends must still fit and the store must still sync.
