@@ -41,8 +41,9 @@ extension ReplicatedKeyValueStore {
     /// the writer ID, then ``WriterSessions/encode(into:)``.
     static func writeSessionsKey(_ account: AccountID) -> String { "write-sessions:" + account.rawValue }
 
-    /// The write session of this store object (see ``WriterSessions``): random unless set,
-    /// as the simulator sets it, before the object's first write.
+    /// The write session of this store object (see ``WriterSessions``): from the store's
+    /// ``WriteSessionSource`` (random unless told otherwise), unless set, as the simulator
+    /// sets it, before the object's first write.
     package var writeSession: UInt64 {
         get { state.withLock { $0.writeSession } }
         set { state.withLock { $0.writeSession = newValue } }
@@ -154,10 +155,7 @@ extension ReplicatedKeyValueStore.State {
     var nextIncarnation: UInt64 {
         let current = ReplicatedKeyValueStore.incarnation(in: metadata)
         // SplitMix64's finaliser: every bit of the session and the incarnation moves the result.
-        var mixed = writeSession ^ (current &* 0x9E37_79B9_7F4A_7C15)
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        mixed ^= mixed >> 31
+        let mixed = WriteSessionSource.splitMix64Finalised(writeSession ^ (current &* 0x9E37_79B9_7F4A_7C15))
         let drawn = 2 + mixed % (1 << 40)
         return drawn == current ? drawn + 1 : drawn
     }
