@@ -175,4 +175,49 @@ struct HubCommandLineClientTests {
         }
         #expect(hub.stop() == 0)
     }
+
+    /// The restore of `aStoreRestoredFromABackupThatWritesAsManyAsItLostLosesNothing`, found
+    /// in another account: the restored store writes as many as it lost in account "one",
+    /// then syncs account "two" first (its token), which shows the reuse, so the store starts
+    /// a new incarnation there. Its writes in "one", kept aside, must be re-stamped too, or
+    /// back in "one" the hub takes them for its own and both sides lose writes.
+    @Test func aStoreRestoredFromABackupFoundInAnotherAccountLosesNothing() throws {
+        let started = try Self.startHub("cli-restored-other-account", accounts: ["one", "two"])
+        let (folder, hub, url) = (started.folder, started.hub, started.url)
+        func run(_ arguments: [String], account: String) throws {
+            let outcome = try Self.converge(arguments + ["--hub", url], in: folder, token: started.tokens[account]!)
+            #expect(outcome.status == 0, "\(arguments): \(outcome.errors)")
+        }
+        func write(_ key: String, in account: String) throws { try run(["--store", "a/", "write", key, "1"], account: account) }
+        func sync(_ store: String, in account: String) throws { try run(["--store", "\(store)/", "sync"], account: account) }
+        try run(["--store", "a/", "--replica", "alice-laptop", "write", "base", "1"], account: "one")
+        try run(["--store", "b/", "--replica", "bob-phone", "sync"], account: "one")
+        try sync("a", in: "one")
+        try write("t1", in: "two")
+        try sync("a", in: "two")
+        try sync("a", in: "one")
+        let manager = FileManager.default
+        let store = folder.appendingPathComponent("a"), backup = folder.appendingPathComponent("a-backup")
+        try manager.copyItem(at: store, to: backup)
+        try write("late1", in: "one")
+        try write("late2", in: "one")
+        try sync("a", in: "one")
+        try write("t2", in: "two")
+        try sync("a", in: "two")
+        try manager.removeItem(at: store)
+        try manager.copyItem(at: backup, to: store)
+        try write("fresh1", in: "one")
+        try write("fresh2", in: "one")
+        for _ in 0..<3 { try sync("a", in: "two") }
+        for _ in 0..<3 { for store in ["a", "b"] { try sync(store, in: "one") } }
+        let every = #"{"base":"1","fresh1":"1","fresh2":"1","late1":"1","late2":"1"}"#
+        for store in ["a", "b"] {
+            let read = try Self.converge(["--store", "\(store)/", "read"], in: folder)
+            #expect(read.output.trimmingCharacters(in: .whitespacesAndNewlines) == every, "\(store): \(read.output)")
+        }
+        try sync("a", in: "two")
+        let two = try Self.converge(["--store", "a/", "read"], in: folder)
+        #expect(two.output.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"t1":"1","t2":"1"}"#, "\(two.output)")
+        #expect(hub.stop() == 0)
+    }
 }
