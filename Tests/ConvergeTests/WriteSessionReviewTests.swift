@@ -15,6 +15,23 @@ struct WriteSessionReviewTests {
         try store.receive(try hub.receive(request, nowMilliseconds: clock.nowMilliseconds(), compensations: &compensations).encoded())
     }
 
+    /// A store "A" on `storage` that wrote "base" and synced with `hub`, was backed up
+    /// (`backup`), then wrote "late1" and "late2" and synced them; and a store "B" that has
+    /// not synced.
+    func syncedPastABackup(with hub: inout HubSyncMachine) throws
+        -> (storage: InMemoryStorage, a: ReplicatedKeyValueStore, b: ReplicatedKeyValueStore, backup: StoredState) {
+        let storage = InMemoryStorage()
+        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
+        try a.setValue("1", forKey: "base")
+        try exchange(a, with: &hub)
+        let backup = try #require(try storage.load())
+        try a.setValue("1", forKey: "late1")
+        try a.setValue("1", forKey: "late2")
+        try exchange(a, with: &hub)
+        return (storage, a, b, backup)
+    }
+
     /// The store file is put back from a backup underneath a store object that stays open
     /// (another process restores the file, a sync service rolls it back): the object catches
     /// up with the older state and issues the lost counters again under its own session,
@@ -27,15 +44,7 @@ struct WriteSessionReviewTests {
     @Test(arguments: [2, 3])
     func aStoreRestoredUnderAnOpenObjectLosesNothing(freshWrites: Int) throws {
         var hub = HubSyncMachine()
-        let storage = InMemoryStorage()
-        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
-        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
-        try a.setValue("1", forKey: "base")
-        try exchange(a, with: &hub)
-        let backup = try #require(try storage.load())
-        try a.setValue("1", forKey: "late1")
-        try a.setValue("1", forKey: "late2")
-        try exchange(a, with: &hub)
+        let (storage, a, b, backup) = try syncedPastABackup(with: &hub)
         // Restored underneath the open object.
         try storage.replaceAll(with: backup)
         try a.refresh()
@@ -99,15 +108,7 @@ struct WriteSessionReviewTests {
     /// holds: it keeps its own writes, and takes none of the push's under those dots.
     @Test func aHubKeepsItsWritesWhenANewIncarnationCarriesReusedDotsOfAnOldOne() throws {
         var hub = HubSyncMachine()
-        let storage = InMemoryStorage()
-        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
-        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
-        try a.setValue("1", forKey: "base")
-        try exchange(a, with: &hub)
-        let backup = try #require(try storage.load())
-        try a.setValue("1", forKey: "late1")
-        try a.setValue("1", forKey: "late2")
-        try exchange(a, with: &hub)
+        let (_, _, b, backup) = try syncedPastABackup(with: &hub)
         let restored = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
         try restored.setValue("1", forKey: "fresh1")
         try restored.setValue("1", forKey: "fresh2")
