@@ -173,7 +173,10 @@ public struct HubSyncMachine: Sendable {
     /// The push's context is believed for the device's own writes, and for other replicas'
     /// only up to what the hub has sent that device (in the hub topology a device learns
     /// others' writes only from the hub), raised to cover the writes the push carries: a
-    /// device cannot claim to have seen writes it never received, and so suppress them. A
+    /// device cannot claim to have seen writes it never received, and so suppress them.
+    /// Writes of the device's older incarnations it carries raise it only up to the first
+    /// whose dot the hub holds as another write (a counter the device reused; see
+    /// `withoutReusedDots(_:from:holding:)`), and are taken only below it. A
     /// device that claims writes the hub holds and never sent it learnt them from a hub
     /// that is lost (this one before it was restored from an older copy): it gets a full
     /// state, after which its claims are believed.
