@@ -70,5 +70,7 @@ extension ReplicatedKeyValueStore {
     }
 
     static let currentAccountKey = "account"
-    static func accountCacheKey(_ account: AccountID) -> String { "account-cache:" + account.rawValue }
+    /// The start of the name of every metadata record of a state kept aside.
+    static let accountCachePrefix = "account-cache:"
+    static func accountCacheKey(_ account: AccountID) -> String { accountCachePrefix + account.rawValue }
 }

@@ -41,8 +41,9 @@ extension ReplicatedKeyValueStore {
     /// the writer ID, then ``WriterSessions/encode(into:)``.
     static func writeSessionsKey(_ account: AccountID) -> String { "write-sessions:" + account.rawValue }
 
-    /// The write session of this store object (see ``WriterSessions``): random unless set,
-    /// as the simulator sets it, before the object's first write.
+    /// The write session of this store object (see ``WriterSessions``): from the store's
+    /// ``WriteSessionSource`` (random unless told otherwise), unless set, as the simulator
+    /// sets it, before the object's first write.
     package var writeSession: UInt64 {
         get { state.withLock { $0.writeSession } }
         set { state.withLock { $0.writeSession = newValue } }
@@ -88,7 +89,11 @@ extension ReplicatedKeyValueStore.State {
 
     /// The highest counter of the current writer ID a hub or peer of the current account
     /// reported holding (0 for none, or for a record of another writer ID).
-    var acknowledged: UInt64 {
+    var acknowledged: UInt64 { acknowledged(in: account) }
+
+    /// The highest counter of the current writer ID a hub or peer of `account` reported
+    /// holding (0 for none, or for a record of another writer ID).
+    func acknowledged(in account: AccountID) -> UInt64 {
         guard let record = metadata[ReplicatedKeyValueStore.acknowledgedKey(account)] else { return 0 }
         let fields = String(decoding: record, as: UTF8.self).split(separator: " ")
         switch fields.count {
@@ -98,9 +103,9 @@ extension ReplicatedKeyValueStore.State {
         }
     }
 
-    /// The record of `counter` acknowledged for `writer` in the current account.
-    func acknowledgedRecord(_ counter: UInt64, writer: ReplicaID) -> [String: [UInt8]?] {
-        [ReplicatedKeyValueStore.acknowledgedKey(account): Array("\(writer.rawValue) \(counter)".utf8)]
+    /// The record of `counter` acknowledged for `writer` in `account` (the current one by default).
+    func acknowledgedRecord(_ counter: UInt64, writer: ReplicaID, in account: AccountID? = nil) -> [String: [UInt8]?] {
+        [ReplicatedKeyValueStore.acknowledgedKey(account ?? self.account): Array("\(writer.rawValue) \(counter)".utf8)]
     }
 
     /// The write sessions recorded for the current writer ID in the current account (none
@@ -113,12 +118,12 @@ extension ReplicatedKeyValueStore.State {
         return sessions
     }
 
-    /// The metadata record of `sessions`, for the current writer ID and account.
-    func sessionsRecord(_ sessions: WriterSessions, writer: ReplicaID? = nil) -> [String: [UInt8]?] {
+    /// The metadata record of `sessions`, for `writer` and `account` (the current ones by default).
+    func sessionsRecord(_ sessions: WriterSessions, writer: ReplicaID? = nil, in account: AccountID? = nil) -> [String: [UInt8]?] {
         var bytes = BinaryWriter()
         bytes.writeString((writer ?? writerID).rawValue)
         sessions.encode(into: &bytes)
-        return [ReplicatedKeyValueStore.writeSessionsKey(account): bytes.bytes]
+        return [ReplicatedKeyValueStore.writeSessionsKey(account ?? self.account): bytes.bytes]
     }
 
     /// The metadata change recording that this object's session issues counters from
@@ -150,24 +155,60 @@ extension ReplicatedKeyValueStore.State {
     var nextIncarnation: UInt64 {
         let current = ReplicatedKeyValueStore.incarnation(in: metadata)
         // SplitMix64's finaliser: every bit of the session and the incarnation moves the result.
-        var mixed = writeSession ^ (current &* 0x9E37_79B9_7F4A_7C15)
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        mixed ^= mixed >> 31
+        let mixed = WriteSessionSource.splitMix64Finalised(writeSession ^ (current &* 0x9E37_79B9_7F4A_7C15))
         let drawn = 2 + mixed % (1 << 40)
         return drawn == current ? drawn + 1 : drawn
     }
 
-    /// The stored state of the next incarnation: the writes of the current writer ID that no
-    /// peer acknowledged re-stamped under the next one, in counter order.
+    /// The stored state of the next incarnation: in the current account and in every
+    /// account whose state the store keeps aside (see
+    /// ``ReplicatedKeyValueStore/switchAccount(to:)``), the writes of the current writer ID
+    /// that no peer of that account acknowledged re-stamped under the next one, in counter
+    /// order.
     ///
-    /// - Throws: ``ConvergeError/malformed(_:)`` if the result breaks an invariant of the
-    ///   map (it cannot: every re-stamped write is covered by the new context).
+    /// Every account, not only the current one: a writer's counters are per account, and
+    /// the reuse shows in whichever account syncs first. The writes a restored store made
+    /// in another account reuse that account's counters just the same; left under the old
+    /// writer ID they would be pushed under the new one, and the hub would take them for
+    /// the writes it holds under those dots (and drop its own that their context claims).
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if a kept-aside state cannot be read, or
+    ///   if the result breaks an invariant of the map (it cannot: every re-stamped write is
+    ///   covered by the new context).
     func reincarnated() throws(ConvergeError) -> StoredState {
         let old = writerID
-        let acknowledged = acknowledged
         let incarnation = nextIncarnation
         let newWriter = old.base.incarnation(incarnation)
+        var metadata = metadata
+        metadata[ReplicatedKeyValueStore.incarnationKey] = Array(String(incarnation).utf8)
+        // The re-stamped writes of each account are this object's session's, under the new writer ID.
+        func recordRestamped(_ count: Int, in account: AccountID) {
+            for (name, record) in acknowledgedRecord(0, writer: newWriter, in: account) { metadata[name] = record }
+            let sessions = count == 0 ? WriterSessions() : WriterSessions(runs: [.init(firstCounter: 1, session: writeSession)])!
+            for (name, record) in sessionsRecord(sessions, writer: newWriter, in: account) { metadata[name] = record }
+        }
+        let current = try Self.restamped(map, from: old, above: acknowledged, to: newWriter)
+        recordRestamped(current.count, in: account)
+        let prefix = ReplicatedKeyValueStore.accountCachePrefix
+        for name in self.metadata.keys.sorted() where name.hasPrefix(prefix) {
+            guard let bytes = self.metadata[name], let other = AccountID(String(name.dropFirst(prefix.count))),
+                  ReplicatedKeyValueStore.accountCacheKey(other) == name else { continue }
+            let kept = try Self.restamped(try ReplicatedMap(encoded: bytes), from: old, above: acknowledged(in: other), to: newWriter)
+            metadata[name] = kept.map.encoded()
+            recordRestamped(kept.count, in: other)
+        }
+        return StoredState(map: current.map, clock: clock.latest, metadata: metadata)
+    }
+
+    /// `map` with the writes of `old` above `acknowledged` re-stamped under `newWriter`
+    /// (counting from 1, in counter order, keeping values and timestamps), and its context
+    /// for `old` lowered to `acknowledged`, so the writes of `old` it lost are fetched again.
+    ///
+    /// - Returns: The map and the number of writes re-stamped.
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the result breaks an invariant of the
+    ///   map (it cannot: every re-stamped write is covered by the new context).
+    static func restamped(_ map: ReplicatedMap, from old: ReplicaID, above acknowledged: UInt64,
+                          to newWriter: ReplicaID) throws(ConvergeError) -> (map: ReplicatedMap, count: Int) {
         var unacknowledged: [(counter: UInt64, key: String)] = []
         for (key, siblings) in map.entries {
             for sibling in siblings where sibling.dot.replica == old && sibling.dot.counter > acknowledged {
@@ -189,14 +230,7 @@ extension ReplicatedKeyValueStore.State {
         for entry in map.context.sortedEntries { counters[entry.replica] = entry.counter }
         counters[old] = acknowledged
         counters[newWriter] = UInt64(unacknowledged.count)
-        var metadata = metadata
-        metadata[ReplicatedKeyValueStore.incarnationKey] = Array(String(incarnation).utf8)
-        for (name, record) in acknowledgedRecord(0, writer: newWriter) { metadata[name] = record }
-        // The re-stamped writes are this object's session's, under the new writer ID.
-        let restamped = unacknowledged.isEmpty ? WriterSessions() : WriterSessions(runs: [.init(firstCounter: 1, session: writeSession)])!
-        for (name, record) in sessionsRecord(restamped, writer: newWriter) { metadata[name] = record }
-        return StoredState(map: try ReplicatedMap(entries: entries, context: VersionVector(counters)), clock: clock.latest,
-                           metadata: metadata)
+        return (try ReplicatedMap(entries: entries, context: VersionVector(counters)), unacknowledged.count)
     }
 
     /// The metadata change recording that a hub or peer holds `known` of this store's

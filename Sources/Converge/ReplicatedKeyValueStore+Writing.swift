@@ -150,12 +150,13 @@ extension ReplicatedKeyValueStore.State {
         // The storage went back under this object (its file was replaced by an older copy):
         // from here this object would issue again counters it issued before, under the
         // session that issued them first, and its sync machine would believe the hub holds
-        // them. It goes on as a new session, as a new process would, and from nothing reported.
+        // them. It goes on as a new session, as a new process would, and from nothing reported;
+        // the session is derived from the current one, not drawn: the core draws nothing.
         var wentBack = false
         if case .replaceAll(let stored) = update, stored.metadata[ReplicatedKeyValueStore.currentAccountKey] == metadata[ReplicatedKeyValueStore.currentAccountKey],
            stored.map.context[writerID] < map.context[writerID] {
             wentBack = true
-            writeSession = UInt64.random(in: 1...UInt64.max)
+            writeSession = WriteSessionSource.next(after: writeSession)
         }
         install(update)
         if wentBack { hubMachine = DeviceSyncMachine(device: writerID, account: account) }

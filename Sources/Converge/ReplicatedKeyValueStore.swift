@@ -50,8 +50,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         /// The ID this replica's writes are stamped with: its incarnation's (see
         /// ``ReplicaID/incarnation(_:)``), recorded in the metadata.
         var writerID: ReplicaID
-        /// This object's random write session (see ``WriterSessions``): drawn when it opens.
-        var writeSession = UInt64.random(in: 1...UInt64.max)
+        /// This object's write session (see ``WriterSessions``): from the store's
+        /// ``WriteSessionSource`` when it opens.
+        var writeSession: UInt64
         /// The sessions record last found to end in this object's own run (see
         /// ``sessionRecord(issuing:)``): kept by ``install(_:)``, so a write that finds it
         /// still in place records nothing without decoding it.
@@ -113,10 +114,34 @@ public final class ReplicatedKeyValueStore: Sendable {
         try self.init(replicaID: replicaID, storage: storage, quota: quota, policies: policies, clock: clock, transport: nil)
     }
 
-    /// - Parameter account: The account of a storage that has never recorded one.
+    /// Opens a store on `storage` with a source of write sessions, as the public
+    /// initialiser does with the system's random generator: for tests and the simulator,
+    /// whose runs must not depend on randomness the core draws.
+    ///
+    /// - Parameters:
+    ///   - replicaID: This replica's identifier.
+    ///   - storage: Where the store keeps its state.
+    ///   - quota: The limits of local writes.
+    ///   - policies: How reads resolve concurrent siblings.
+    ///   - clock: The physical time source.
+    ///   - writeSessions: Where this store object's write session comes from.
+    /// - Throws: What the storage's ``Storage/load()`` throws; nothing is overwritten.
+    package convenience init(
+        replicaID: ReplicaID, storage: any Storage, quota: Quota = .iCloud, policies: MergePolicies = MergePolicies(),
+        clock: any PhysicalClock = SystemClock(), writeSessions: WriteSessionSource
+    ) throws(ConvergeError) {
+        try self.init(replicaID: replicaID, storage: storage, quota: quota, policies: policies, clock: clock, transport: nil,
+                      writeSessions: writeSessions)
+    }
+
+    /// - Parameters:
+    ///   - account: The account of a storage that has never recorded one.
+    ///   - writeSessions: Where this store object's write session comes from (see
+    ///     ``WriteSessionSource``); the system's random generator by default.
     init(
         replicaID: ReplicaID, storage: any Storage, quota: Quota, policies: MergePolicies,
-        clock: any PhysicalClock, transport: (any SyncTransport)?, account: AccountID = .default
+        clock: any PhysicalClock, transport: (any SyncTransport)?, account: AccountID = .default,
+        writeSessions: WriteSessionSource = .system
     ) throws(ConvergeError) {
         let loaded = try storage.catchUp(since: nil)
         var stored = StoredState()
@@ -141,7 +166,8 @@ public final class ReplicatedKeyValueStore: Sendable {
                             hubMachine: Self.hubMachine(device: replicaID.incarnation(Self.incarnation(in: stored.metadata)),
                                                         account: account, metadata: stored.metadata),
                             meshMachine: MeshSyncMachine(device: replicaID, account: account),
-                            writerID: replicaID.incarnation(Self.incarnation(in: stored.metadata))))
+                            writerID: replicaID.incarnation(Self.incarnation(in: stored.metadata)),
+                            writeSession: writeSessions.firstSession()))
     }
 
     // MARK: Local writes

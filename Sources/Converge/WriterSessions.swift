@@ -191,3 +191,56 @@ public struct WriterSessions: Hashable, Sendable {
         self = sessions
     }
 }
+
+/// Where a store object's write session comes from (see ``WriterSessions``): the core
+/// takes its randomness as input, so the simulator and tests can make it deterministic.
+///
+/// A store object draws one session when it opens. A later one (when its storage went back
+/// under it) is not drawn but derived from the current one by a SplitMix64 step
+/// (``next(after:)``), as the next incarnation is (see ``ReplicatedKeyValueStore/writerID``).
+package struct WriteSessionSource: Sendable {
+    private let draw: @Sendable () -> UInt64
+
+    /// A source that calls `draw` for each store object's first session (a zero it returns
+    /// is taken as 1: no session is 0).
+    ///
+    /// - Parameter draw: Returns the session of a store object that opens.
+    package init(_ draw: @escaping @Sendable () -> UInt64) {
+        self.draw = draw
+    }
+
+    /// The system's random number generator: what every store uses unless told otherwise.
+    package static var system: WriteSessionSource {
+        WriteSessionSource { UInt64.random(in: 1...UInt64.max) }
+    }
+
+    /// A source that gives every store object `session` (1 for 0).
+    ///
+    /// - Parameter session: The session of every store object opened with this source.
+    package static func fixed(_ session: UInt64) -> WriteSessionSource {
+        WriteSessionSource { session }
+    }
+
+    /// The session of a store object that opens now.
+    func firstSession() -> UInt64 {
+        max(draw(), 1)
+    }
+
+    /// The session that follows `session` in the same store object: one SplitMix64 step
+    /// (add the golden gamma, then the finaliser), never 0.
+    ///
+    /// - Parameter session: The object's current session.
+    package static func next(after session: UInt64) -> UInt64 {
+        max(splitMix64Finalised(session &+ 0x9E37_79B9_7F4A_7C15), 1)
+    }
+
+    /// SplitMix64's finaliser: every bit of `value` moves every bit of the result.
+    ///
+    /// - Parameter value: The value to mix.
+    static func splitMix64Finalised(_ value: UInt64) -> UInt64 {
+        var mixed = value
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
+}

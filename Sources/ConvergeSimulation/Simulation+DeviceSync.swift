@@ -70,7 +70,7 @@ extension Simulation {
         changed(.device(d))
         setClock(d)
         let receipt: SyncReceipt
-        let before = (writer: devices[d].store.writerID, state: devices[d].store.replicatedState)
+        let before = (writer: devices[d].store.writerID, state: devices[d].store.replicatedState, keptAside: keptAsideStates(d))
         do { receipt = try devices[d].store.receive(message) } catch {
             // On a full disk the store refuses the message and changes nothing: the model is
             // not told of it, so anything the store took anyway shows as a write it cannot know.
@@ -82,7 +82,7 @@ extension Simulation {
             // The message proved the device's counters reused: the store did not apply it
             // (it was computed for the wrong context) and re-stamped its unacknowledged writes.
             model.dropped(message: id, lastCopy: lastCopy)
-            observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state)
+            observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state, keptAsideBefore: before.keptAside)
             scheduleFlush(d)
             return
         }

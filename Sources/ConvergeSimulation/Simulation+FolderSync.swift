@@ -33,7 +33,7 @@ extension Simulation {
         transport._readsPastGaps = hooks.folderReadersReadPastGaps
         transport.maximumFileBytes = options.folderFileBytes
         transport._takesIncompleteSnapshots = hooks.folderReadersTakeIncompleteSnapshots
-        let before = (writer: store.writerID, state: store.replicatedState)
+        let before = (writer: store.writerID, state: store.replicatedState, keptAside: keptAsideStates(d))
         let outcome = Result { () throws(ConvergeError) in try transport.synchronize(store) }
         // The file written carries what the device knew before it took the others' files:
         // the transport writes first, then reads (and a failure while reading leaves it written).
@@ -43,11 +43,17 @@ extension Simulation {
         // of another replica's knew more: it was not taken, and nothing after it).
         let reincarnated = store.writerID != before.writer
         let writtenAfter = reincarnated && written.contains { isOfNewIncarnation($0.path, writerBefore: before.writer, stateBefore: before.state) }
-        if writtenAfter { observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state) }
+        if writtenAfter {
+            observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state, keptAsideBefore: before.keptAside)
+        }
         for file in written {
             publish(file.path, account: store.account, writer: d, name: view.describe(file.path))
         }
-        defer { if reincarnated && !writtenAfter { observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state) } }
+        defer {
+            if reincarnated && !writtenAfter {
+                observeIncarnation(d, writerBefore: before.writer, stateBefore: before.state, keptAsideBefore: before.keptAside)
+            }
+        }
         let report: SharedFolderSync.Report
         switch outcome {
         case .success(let made): report = made

@@ -5,17 +5,44 @@ import Converge
 /// acknowledged. The simulator sees it as the app would (the store's writer ID changes) and
 /// tells the reference model which write each new dot copies.
 extension Simulation {
-    /// Device `d`'s store started a new incarnation since it was `stateBefore`, written by
-    /// `writerBefore`: each sibling the new writer ID holds copies one the old writer ID
-    /// held at the same key (same timestamp and value). Each copy is a new local write in
-    /// the ledger (not durable until the next flush, like any write) and in the model.
-    func observeIncarnation(_ d: Int, writerBefore: ReplicaID, stateBefore: ReplicatedMap) {
+    /// The states device `d`'s store keeps aside of the accounts it is not on (see
+    /// ``ReplicatedKeyValueStore/switchAccount(to:)``): a new incarnation re-stamps in them too.
+    func keptAsideStates(_ d: Int) -> [AccountID: ReplicatedMap] {
         let store = devices[d].store
-        let writer = store.writerID
-        let state = store.replicatedState
-        let account = store.account
+        var states: [AccountID: ReplicatedMap] = [:]
+        for account in [AccountID.default, Self.secondAccount] where account != store.account {
+            states[account] = store.keptAsideState(of: account)
+        }
+        return states
+    }
+
+    /// Device `d`'s store started a new incarnation since it was `stateBefore`, written by
+    /// `writerBefore`, keeping aside `keptAsideBefore` of its other accounts: each sibling
+    /// the new writer ID holds copies one the old writer ID held at the same key (same
+    /// timestamp and value), in the current account and in each kept aside. Each copy is a
+    /// new local write in the ledger (not durable until the next flush, like any write) and
+    /// in the model.
+    func observeIncarnation(_ d: Int, writerBefore: ReplicaID, stateBefore: ReplicatedMap,
+                            keptAsideBefore: [AccountID: ReplicatedMap] = [:]) {
+        let store = devices[d].store
         metrics.deviceIncarnations += 1
         changed(.device(d))
+        var count = observeRestamps(d, account: store.account, writerBefore: writerBefore, stateBefore: stateBefore,
+                                    state: store.replicatedState)
+        for (account, before) in keptAsideBefore.sorted(by: { $0.key < $1.key }) {
+            guard let after = store.keptAsideState(of: account) else { continue }
+            count += observeRestamps(d, account: account, writerBefore: writerBefore, stateBefore: before, state: after)
+        }
+        recordMoment("\(devices[d].id) finds its counters reused (it knew \(writerBefore):\(stateBefore.context[writerBefore]), a peer more) and continues as \(store.writerID), re-stamping \(count) unacknowledged write\(count == 1 ? "" : "s")")
+    }
+
+    /// Tells the ledger and the model of the writes device `d`'s new incarnation re-stamped
+    /// in `account`, whose state went from `stateBefore` to `state`.
+    ///
+    /// - Returns: The number of writes re-stamped.
+    private func observeRestamps(_ d: Int, account: AccountID, writerBefore: ReplicaID, stateBefore: ReplicatedMap,
+                                 state: ReplicatedMap) -> Int {
+        let writer = devices[d].store.writerID
         var restamped: [ReferenceModel.Restamp] = []
         for key in state.entries.keys.sortedByUTF8() {
             // A sibling it held already is not a copy: a twin (a device cloned from the same
@@ -44,6 +71,6 @@ extension Simulation {
                                          oldWriterCount: state.context[writerBefore], restamped: restamped)
         for problem in outcome.problems { report(Violation(.referenceModel, "at \(now) ms \(problem)")) }
         devices[d].replacedOnFlush += outcome.replaced
-        recordMoment("\(devices[d].id) finds its counters reused (it knew \(writerBefore):\(stateBefore.context[writerBefore]), a peer more) and continues as \(writer), re-stamping \(restamped.count) unacknowledged write\(restamped.count == 1 ? "" : "s")")
+        return restamped.count
     }
 }

@@ -15,12 +15,29 @@ struct HubCommandLineClientTests {
         try ChildProcess.run(converge, arguments, in: folder, environment: ["CONVERGE_TOKEN": token])
     }
 
-    @Test func storesInSeparateProcessesConvergeAndARestartedDevicePollsInsteadOfPushingAgain() throws {
-        let folder = temporaryFolder("cli-converge")
+    /// A `converge-hub` on loopback, with a token for each account it was started with,
+    /// and the folder the tests' stores live in.
+    struct StartedHub {
+        let folder: URL
+        let hub: HubProcess
+        let url: String
+        let tokens: [String: String]
+    }
+
+    /// Creates a token for each of `accounts` (in order) in a new temporary folder named
+    /// after `name`, then starts a `converge-hub` on its data.
+    static func startHub(_ name: String, accounts: [String] = ["alice"]) throws -> StartedHub {
+        let folder = temporaryFolder(name)
         let data = folder.appendingPathComponent("data")
-        let token = try HubProcess.createToken(data: data, account: "alice")
+        var tokens: [String: String] = [:]
+        for account in accounts { tokens[account] = try HubProcess.createToken(data: data, account: account) }
         let hub = try HubProcess(data: data)
-        let url = hubURL(hub.port).absoluteString
+        return StartedHub(folder: folder, hub: hub, url: hubURL(hub.port).absoluteString, tokens: tokens)
+    }
+
+    @Test func storesInSeparateProcessesConvergeAndARestartedDevicePollsInsteadOfPushingAgain() throws {
+        let started = try Self.startHub("cli-converge")
+        let (folder, hub, url, token) = (started.folder, started.hub, started.url, started.tokens["alice"]!)
         let devices = ["phone", "tablet", "laptop"]
         for (index, device) in devices.enumerated() {
             let wrote = try Self.converge(["--store", "\(device)/", "--replica", device, "write", "from-\(device)", "\(index)",
@@ -56,12 +73,8 @@ struct HubCommandLineClientTests {
     }
 
     @Test func aWrongTokenAnotherAccountOrNoHubExitOneAndChangeNothing() throws {
-        let folder = temporaryFolder("cli-refused")
-        let data = folder.appendingPathComponent("data")
-        let alice = try HubProcess.createToken(data: data, account: "alice")
-        _ = try HubProcess.createToken(data: data, account: "bob")
-        let hub = try HubProcess(data: data)
-        let url = hubURL(hub.port).absoluteString
+        let started = try Self.startHub("cli-refused", accounts: ["alice", "bob"])
+        let (folder, hub, url, alice) = (started.folder, started.hub, started.url, started.tokens["alice"]!)
         #expect(try Self.converge(["--store", "mallory/", "--replica", "mallory", "write", "secret", "stolen"], in: folder).status == 0)
         let forged = "cvgh_" + String(alice.dropFirst(5).reversed())
         let wrong = try Self.converge(["--store", "mallory/", "--hub", url, "--token", forged, "sync"], in: folder)
@@ -91,12 +104,9 @@ struct HubCommandLineClientTests {
     }
 
     @Test func withAHubEveryCommandWorksOnTheTokensAccount() throws {
-        let folder = temporaryFolder("cli-token-account")
-        let data = folder.appendingPathComponent("data")
-        let alice = try HubProcess.createToken(data: data, account: "alice")
-        let bob = try HubProcess.createToken(data: data, account: "bob")
-        let hub = try HubProcess(data: data)
-        let url = hubURL(hub.port).absoluteString
+        let started = try Self.startHub("cli-token-account", accounts: ["alice", "bob"])
+        let (folder, hub, url) = (started.folder, started.hub, started.url)
+        let (alice, bob) = (started.tokens["alice"]!, started.tokens["bob"]!)
         #expect(try Self.converge(["--store", "s/", "--replica", "shared", "--hub", url, "--token", bob, "sync"], in: folder).status == 0)
         // The store is on bob's account now; a write with alice's token goes to alice's.
         let wrote = try Self.converge(["--store", "s/", "--hub", url, "--token", alice, "write", "k2", "v2"], in: folder)
@@ -112,11 +122,8 @@ struct HubCommandLineClientTests {
     }
 
     @Test func watchWithAHubPrintsAnotherDevicesChanges() throws {
-        let folder = temporaryFolder("cli-watch")
-        let data = folder.appendingPathComponent("data")
-        let token = try HubProcess.createToken(data: data, account: "alice")
-        let hub = try HubProcess(data: data)
-        let url = hubURL(hub.port).absoluteString
+        let started = try Self.startHub("cli-watch")
+        let (folder, hub, url, token) = (started.folder, started.hub, started.url, started.tokens["alice"]!)
         let watcher = Process()
         watcher.executableURL = Self.converge
         watcher.arguments = ["--store", "watcher/", "--replica", "watcher", "--hub", url, "--token", token, "watch", "--interval", "100",
@@ -140,11 +147,8 @@ struct HubCommandLineClientTests {
     /// then equal what the hub holds, and only the write sessions show the reuse. Every
     /// process is a new store object (a new session), the backup a `cp` of the store folder.
     @Test func aStoreRestoredFromABackupThatWritesAsManyAsItLostLosesNothing() throws {
-        let folder = temporaryFolder("cli-restored-same-count")
-        let data = folder.appendingPathComponent("data")
-        let token = try HubProcess.createToken(data: data, account: "alice")
-        let hub = try HubProcess(data: data)
-        let url = hubURL(hub.port).absoluteString
+        let started = try Self.startHub("cli-restored-same-count")
+        let (folder, hub, url, token) = (started.folder, started.hub, started.url, started.tokens["alice"]!)
         func run(_ arguments: [String]) throws {
             let outcome = try Self.converge(arguments, in: folder, token: token)
             #expect(outcome.status == 0, "\(arguments): \(outcome.errors)")
@@ -169,6 +173,51 @@ struct HubCommandLineClientTests {
             let read = try Self.converge(["--store", "\(store)/", "read"], in: folder)
             #expect(read.output.trimmingCharacters(in: .whitespacesAndNewlines) == every, "\(store): \(read.output)")
         }
+        #expect(hub.stop() == 0)
+    }
+
+    /// The restore of `aStoreRestoredFromABackupThatWritesAsManyAsItLostLosesNothing`, found
+    /// in another account: the restored store writes as many as it lost in account "one",
+    /// then syncs account "two" first (its token), which shows the reuse, so the store starts
+    /// a new incarnation there. Its writes in "one", kept aside, must be re-stamped too, or
+    /// back in "one" the hub takes them for its own and both sides lose writes.
+    @Test func aStoreRestoredFromABackupFoundInAnotherAccountLosesNothing() throws {
+        let started = try Self.startHub("cli-restored-other-account", accounts: ["one", "two"])
+        let (folder, hub, url) = (started.folder, started.hub, started.url)
+        func run(_ arguments: [String], account: String) throws {
+            let outcome = try Self.converge(arguments + ["--hub", url], in: folder, token: started.tokens[account]!)
+            #expect(outcome.status == 0, "\(arguments): \(outcome.errors)")
+        }
+        func write(_ key: String, in account: String) throws { try run(["--store", "a/", "write", key, "1"], account: account) }
+        func sync(_ store: String, in account: String) throws { try run(["--store", "\(store)/", "sync"], account: account) }
+        try run(["--store", "a/", "--replica", "alice-laptop", "write", "base", "1"], account: "one")
+        try run(["--store", "b/", "--replica", "bob-phone", "sync"], account: "one")
+        try sync("a", in: "one")
+        try write("t1", in: "two")
+        try sync("a", in: "two")
+        try sync("a", in: "one")
+        let manager = FileManager.default
+        let store = folder.appendingPathComponent("a"), backup = folder.appendingPathComponent("a-backup")
+        try manager.copyItem(at: store, to: backup)
+        try write("late1", in: "one")
+        try write("late2", in: "one")
+        try sync("a", in: "one")
+        try write("t2", in: "two")
+        try sync("a", in: "two")
+        try manager.removeItem(at: store)
+        try manager.copyItem(at: backup, to: store)
+        try write("fresh1", in: "one")
+        try write("fresh2", in: "one")
+        for _ in 0..<3 { try sync("a", in: "two") }
+        for _ in 0..<3 { for store in ["a", "b"] { try sync(store, in: "one") } }
+        let every = #"{"base":"1","fresh1":"1","fresh2":"1","late1":"1","late2":"1"}"#
+        for store in ["a", "b"] {
+            let read = try Self.converge(["--store", "\(store)/", "read"], in: folder)
+            #expect(read.output.trimmingCharacters(in: .whitespacesAndNewlines) == every, "\(store): \(read.output)")
+        }
+        try sync("a", in: "two")
+        let two = try Self.converge(["--store", "a/", "read"], in: folder)
+        #expect(two.output.trimmingCharacters(in: .whitespacesAndNewlines) == #"{"t1":"1","t2":"1"}"#, "\(two.output)")
         #expect(hub.stop() == 0)
     }
 }

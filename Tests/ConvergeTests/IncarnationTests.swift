@@ -296,6 +296,33 @@ struct IncarnationTests {
                                              .init(firstCounter: 4, session: 7), .init(firstCounter: 7, session: 11)])
     }
 
+    /// The core draws no randomness of its own: a store object takes its session from the
+    /// source it is opened with, and when its storage goes back under it, derives the next
+    /// from the current one (a SplitMix64 step). Two objects opened alike go alike.
+    @Test func writeSessionsComeFromTheStoresSource() throws {
+        func sessions() throws -> [UInt64] {
+            let storage = InMemoryStorage()
+            let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock, writeSessions: .fixed(42))
+            var seen = [a.writeSession]
+            try a.setValue("1", forKey: "base")
+            let backup = try #require(try storage.load())
+            try a.setValue("1", forKey: "late")
+            for _ in 0..<2 {
+                try storage.replaceAll(with: backup)
+                try a.refresh()
+                seen.append(a.writeSession)
+                try a.setValue("1", forKey: "late")
+            }
+            return seen
+        }
+        let first = try sessions()
+        #expect(first.first == 42)
+        #expect(Set(first).count == first.count && !first.contains(0), "every going back gives a new session: \(first)")
+        #expect(first[1] == WriteSessionSource.next(after: 42))
+        #expect(try sessions() == first)
+        #expect(try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(), writeSessions: .fixed(0)).writeSession == 1)
+    }
+
     @Test func writeSessionsOnTheWireAreCanonical() throws {
         var push = SyncPush(account: .default, device: "A", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["A": 2])))
         push.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 5), .init(firstCounter: 2, session: 6)]))

@@ -15,6 +15,23 @@ struct WriteSessionReviewTests {
         try store.receive(try hub.receive(request, nowMilliseconds: clock.nowMilliseconds(), compensations: &compensations).encoded())
     }
 
+    /// A store "A" on `storage` that wrote "base" and synced with `hub`, was backed up
+    /// (`backup`), then wrote "late1" and "late2" and synced them; and a store "B" that has
+    /// not synced.
+    func syncedPastABackup(with hub: inout HubSyncMachine) throws
+        -> (storage: InMemoryStorage, a: ReplicatedKeyValueStore, b: ReplicatedKeyValueStore, backup: StoredState) {
+        let storage = InMemoryStorage()
+        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
+        try a.setValue("1", forKey: "base")
+        try exchange(a, with: &hub)
+        let backup = try #require(try storage.load())
+        try a.setValue("1", forKey: "late1")
+        try a.setValue("1", forKey: "late2")
+        try exchange(a, with: &hub)
+        return (storage, a, b, backup)
+    }
+
     /// The store file is put back from a backup underneath a store object that stays open
     /// (another process restores the file, a sync service rolls it back): the object catches
     /// up with the older state and issues the lost counters again under its own session,
@@ -27,15 +44,7 @@ struct WriteSessionReviewTests {
     @Test(arguments: [2, 3])
     func aStoreRestoredUnderAnOpenObjectLosesNothing(freshWrites: Int) throws {
         var hub = HubSyncMachine()
-        let storage = InMemoryStorage()
-        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
-        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
-        try a.setValue("1", forKey: "base")
-        try exchange(a, with: &hub)
-        let backup = try #require(try storage.load())
-        try a.setValue("1", forKey: "late1")
-        try a.setValue("1", forKey: "late2")
-        try exchange(a, with: &hub)
+        let (storage, a, b, backup) = try syncedPastABackup(with: &hub)
         // Restored underneath the open object.
         try storage.replaceAll(with: backup)
         try a.refresh()
@@ -49,9 +58,11 @@ struct WriteSessionReviewTests {
 
     /// A restored store writes in account "one" (reusing counters the hub of "one" holds),
     /// switches to account "two", and syncs there first: "two" shows the reuse, so the store
-    /// starts a new incarnation, but only "two"'s writes are re-stamped. Back in "one" the
-    /// store pushes under the new writer ID; the old ID's reused counters in "one" are never
-    /// checked, and the writes behind them are lost on both sides.
+    /// starts a new incarnation. Its writes in "one", kept aside, must be re-stamped too:
+    /// back in "one" the store pushes under the new writer ID, and writes left under the old
+    /// ID's reused counters would be taken for the hub's (the writes behind them lost on
+    /// both sides: the hub drops its own, which the push's context claims, and ignores the
+    /// store's, whose dots it has seen).
     @Test func aRestoreFoundInAnotherAccountLosesNothing() throws {
         var hub = HubSyncMachine()
         let storage = InMemoryStorage()
@@ -84,14 +95,33 @@ struct WriteSessionReviewTests {
         try a.switchAccount(to: "one")
         for _ in 0..<3 { for store in [a, b] { try exchange(store, with: &hub) } }
         let everyKey: Set<String> = ["base", "late1", "late2", "fresh1", "fresh2"]
-        // Open (it fails at 67645e8 too): a new incarnation re-stamps only the current
-        // account's writes, and the hub believes a device's claims on its own older
-        // incarnations. Recorded as a known issue so that it flags itself once fixed.
-        withKnownIssue("a restore found in another account re-stamps only that account's writes") {
-            #expect(Set(a.values.keys) == everyKey)
-            #expect(Set(b.values.keys) == everyKey)
-            #expect(Set(hub.state(of: "one").entries.keys) == everyKey)
-        }
+        #expect(Set(a.values.keys) == everyKey)
+        #expect(Set(b.values.keys) == everyKey)
+        #expect(Set(hub.state(of: "one").entries.keys) == everyKey)
+    }
+
+    /// The same reuse as the hub sees it from a store that left the old writer ID's reused
+    /// counters in place (one that re-stamped only the account that showed the reuse, as
+    /// stores did before): a push under the new incarnation carries writes of the old one
+    /// whose dots the hub holds as other writes. The hub believes a device's claims on its
+    /// older incarnations only as far as it sent them or the push carries the very writes it
+    /// holds: it keeps its own writes, and takes none of the push's under those dots.
+    @Test func aHubKeepsItsWritesWhenANewIncarnationCarriesReusedDotsOfAnOldOne() throws {
+        var hub = HubSyncMachine()
+        let (_, _, b, backup) = try syncedPastABackup(with: &hub)
+        let restored = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        try restored.setValue("1", forKey: "fresh1")
+        try restored.setValue("1", forKey: "fresh2")
+        // Its whole state, under a new incarnation that is a new member of the hub.
+        let state = restored.replicatedState
+        let push = SyncPush(account: .default, device: "A~7", delta: ReplicatedMap.Delta(entries: state.entries, context: state.context))
+        var compensations: [HubCompensation] = []
+        _ = try hub.receive(try SyncMessage(encoded: try SyncMessage.push(push).encoded()), nowMilliseconds: clock.nowMilliseconds(),
+                            compensations: &compensations)
+        hub._checkInvariants()
+        #expect(Set(hub.state(of: .default).entries.keys) == ["base", "late1", "late2"])
+        for _ in 0..<2 { try exchange(b, with: &hub) }
+        #expect(Set(b.values.keys) == ["base", "late1", "late2"])
     }
 
     /// Seventeen short-lived store objects on one file (the `converge` CLI, one process per

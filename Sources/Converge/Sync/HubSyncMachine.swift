@@ -173,7 +173,10 @@ public struct HubSyncMachine: Sendable {
     /// The push's context is believed for the device's own writes, and for other replicas'
     /// only up to what the hub has sent that device (in the hub topology a device learns
     /// others' writes only from the hub), raised to cover the writes the push carries: a
-    /// device cannot claim to have seen writes it never received, and so suppress them. A
+    /// device cannot claim to have seen writes it never received, and so suppress them.
+    /// Writes of the device's older incarnations it carries raise it only up to the first
+    /// whose dot the hub holds as another write (a counter the device reused; see
+    /// `withoutReusedDots(_:from:holding:)`), and are taken only below it. A
     /// device that claims writes the hub holds and never sent it learnt them from a hub
     /// that is lost (this one before it was restored from an older copy): it gets a full
     /// state, after which its claims are believed.
@@ -225,6 +228,7 @@ public struct HubSyncMachine: Sendable {
         // What the device claims to have seen: a full state is computed within it (see below).
         let claimed = push.delta.context
         var push = push
+        push.delta = Self.withoutReusedDots(push.delta, from: push.device, holding: state.map)
         push.delta.context = Self.believable(push.delta, from: push.device, sent: sent)
         if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = Returning() }
         // A returning device keeps getting the full state until it acknowledges one it was
@@ -553,6 +557,54 @@ public struct HubSyncMachine: Sendable {
         var basis = believed
         basis.raise(device, to: holding[device])
         return basis
+    }
+
+    /// A push's `delta` without the writes of the device's other incarnations (its own
+    /// older writer IDs) from the first one whose dot the hub holds as another write (under
+    /// another key, or with another value or timestamp) on, and with its context for that
+    /// incarnation lowered below it.
+    ///
+    /// A device that finds its counters reused continues under a new incarnation and
+    /// re-stamps the writes of the old one no peer acknowledged; one that did not (a store
+    /// that re-stamped only the account that showed the reuse) still carries them under the
+    /// old writer ID, as the writes the hub holds under those dots. Carried, they would
+    /// raise what the hub believes of the old incarnation (``believable(_:from:sent:)``)
+    /// over the hub's writes under those dots, which a whole push would then drop; and the
+    /// hub would ignore the carried ones as writes it has seen. So the hub believes a
+    /// device's claims on its older incarnations only as far as it sent them or the push
+    /// carries the very writes it holds, and keeps its own.
+    ///
+    /// - Complexity: O(*n*) in the hub's siblings when the push carries a write of another
+    ///   incarnation of the device the hub has seen; O(*p*) in the push's siblings otherwise.
+    static func withoutReusedDots(_ delta: ReplicatedMap.Delta, from device: ReplicaID, holding map: ReplicatedMap) -> ReplicatedMap.Delta {
+        var older: Set<ReplicaID> = []
+        for siblings in delta.entries.values {
+            for sibling in siblings where sibling.dot.replica != device && sibling.dot.replica.base == device.base
+                && map.context.contains(sibling.dot) {
+                older.insert(sibling.dot.replica)
+            }
+        }
+        guard !older.isEmpty else { return delta }
+        var held: [Dot: (key: String, sibling: Sibling)] = [:]
+        for (key, siblings) in map.entries {
+            for sibling in siblings where older.contains(sibling.dot.replica) { held[sibling.dot] = (key, sibling) }
+        }
+        var firstReused: [ReplicaID: UInt64] = [:]
+        for (key, siblings) in delta.entries {
+            for sibling in siblings where older.contains(sibling.dot.replica) {
+                guard let holding = held[sibling.dot], holding.key != key || holding.sibling != sibling else { continue }
+                firstReused[sibling.dot.replica] = min(firstReused[sibling.dot.replica] ?? .max, sibling.dot.counter)
+            }
+        }
+        guard !firstReused.isEmpty else { return delta }
+        var entries = delta.entries
+        for (key, siblings) in delta.entries {
+            let kept = siblings.filter { sibling in firstReused[sibling.dot.replica].map { sibling.dot.counter < $0 } ?? true }
+            if kept.count != siblings.count { entries[key] = kept.isEmpty ? nil : kept }
+        }
+        var counters = delta.context.counters
+        for (replica, first) in firstReused { counters[replica] = min(counters[replica] ?? 0, first - 1) }
+        return ReplicatedMap.Delta(entries: entries, context: VersionVector(counters))
     }
 
     /// What the hub believes of a push's context: all of it for the device's own writes;
