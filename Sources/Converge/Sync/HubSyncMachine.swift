@@ -585,14 +585,16 @@ public struct HubSyncMachine: Sendable {
             }
         }
         guard !older.isEmpty else { return delta }
-        var held: [Dot: (key: String, sibling: Sibling)] = [:]
+        // Every write the hub holds under each dot: a hostile device can have put one dot
+        // under two keys, and which one a dictionary would keep must not decide.
+        var held: [Dot: [(key: String, sibling: Sibling)]] = [:]
         for (key, siblings) in map.entries {
-            for sibling in siblings where older.contains(sibling.dot.replica) { held[sibling.dot] = (key, sibling) }
+            for sibling in siblings where older.contains(sibling.dot.replica) { held[sibling.dot, default: []].append((key, sibling)) }
         }
         var firstReused: [ReplicaID: UInt64] = [:]
         for (key, siblings) in delta.entries {
             for sibling in siblings where older.contains(sibling.dot.replica) {
-                guard let holding = held[sibling.dot], holding.key != key || holding.sibling != sibling else { continue }
+                guard let holding = held[sibling.dot], !holding.contains(where: { $0.key == key && $0.sibling == sibling }) else { continue }
                 firstReused[sibling.dot.replica] = min(firstReused[sibling.dot.replica] ?? .max, sibling.dot.counter)
             }
         }
