@@ -93,11 +93,15 @@ extension ReplicatedKeyValueStore.State {
 
     /// The highest counter of the current writer ID a hub or peer of `account` reported
     /// holding (0 for none, or for a record of another writer ID).
-    func acknowledged(in account: AccountID) -> UInt64 {
+    ///
+    /// - Parameter acceptingBareNumber: Whether a record of a number alone (written before
+    ///   records named their account's writer, for whichever account was current) counts;
+    ///   for an account kept aside it may be another account's, so it does not.
+    func acknowledged(in account: AccountID, acceptingBareNumber: Bool = true) -> UInt64 {
         guard let record = metadata[ReplicatedKeyValueStore.acknowledgedKey(account)] else { return 0 }
         let fields = String(decoding: record, as: UTF8.self).split(separator: " ")
         switch fields.count {
-        case 1: return UInt64(fields[0]) ?? 0
+        case 1: return acceptingBareNumber ? UInt64(fields[0]) ?? 0 : 0
         case 2: return fields[0] == writerID.rawValue ? UInt64(fields[1]) ?? 0 : 0
         default: return 0
         }
@@ -193,7 +197,10 @@ extension ReplicatedKeyValueStore.State {
         for name in self.metadata.keys.sorted() where name.hasPrefix(prefix) {
             guard let bytes = self.metadata[name], let other = AccountID(String(name.dropFirst(prefix.count))),
                   ReplicatedKeyValueStore.accountCacheKey(other) == name else { continue }
-            let kept = try Self.restamped(try ReplicatedMap(encoded: bytes), from: old, above: acknowledged(in: other), to: newWriter)
+            // A cache that cannot be read is left as it is: switching to its account fails as
+            // it did before, and it must not keep the current account from recovering.
+            guard let cache = try? ReplicatedMap(encoded: bytes) else { continue }
+            let kept = try Self.restamped(cache, from: old, above: acknowledged(in: other, acceptingBareNumber: false), to: newWriter)
             metadata[name] = kept.map.encoded()
             recordRestamped(kept.count, in: other)
         }
@@ -215,7 +222,9 @@ extension ReplicatedKeyValueStore.State {
                 unacknowledged.append((sibling.dot.counter, key))
             }
         }
-        unacknowledged.sort { $0.counter < $1.counter }
+        // By counter, then key: a hostile peer can have put one dot under two keys, and the
+        // order must not be the dictionary's.
+        unacknowledged.sort { $0.counter != $1.counter ? $0.counter < $1.counter : $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         var renamed: [Dot: Dot] = [:]
         for (index, write) in unacknowledged.enumerated() {
             renamed[Dot(replica: old, counter: write.counter)] = Dot(replica: newWriter, counter: UInt64(index + 1))
@@ -228,7 +237,9 @@ extension ReplicatedKeyValueStore.State {
         }
         var counters: [ReplicaID: UInt64] = [:]
         for entry in map.context.sortedEntries { counters[entry.replica] = entry.counter }
-        counters[old] = acknowledged
+        // Never above what the map holds: a record that claims more (damaged, or of another
+        // account) must not make the map take writes of `old` it lacks for seen.
+        counters[old] = min(acknowledged, map.context[old])
         counters[newWriter] = UInt64(unacknowledged.count)
         return (try ReplicatedMap(entries: entries, context: VersionVector(counters)), unacknowledged.count)
     }

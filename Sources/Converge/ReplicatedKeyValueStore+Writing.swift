@@ -151,7 +151,8 @@ extension ReplicatedKeyValueStore.State {
         // from here this object would issue again counters it issued before, under the
         // session that issued them first, and its sync machine would believe the hub holds
         // them. It goes on as a new session, as a new process would, and from nothing reported;
-        // the session is derived from the current one, not drawn: the core draws nothing.
+        // the session is derived from the current one, not drawn again (only the store's
+        // session source, at open, draws).
         var wentBack = false
         if case .replaceAll(let stored) = update, stored.metadata[ReplicatedKeyValueStore.currentAccountKey] == metadata[ReplicatedKeyValueStore.currentAccountKey],
            stored.map.context[writerID] < map.context[writerID] {

@@ -46,6 +46,51 @@ struct IncarnationTests {
         #expect(b.value(forKey: "after") == "2")
     }
 
+    /// A kept-aside account whose cache cannot be read must not keep the current account
+    /// from recovering: the restore reproduction, with a damaged cache of another account
+    /// in the backup (reviewer's finding: every exchange threw before).
+    @Test func aDamagedAccountKeptAsideDoesNotStopTheRecovery() throws {
+        let hub = InMemoryHub(clock: clock)
+        let storage = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "A", hub: hub, storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", hub: hub, clock: clock)
+        try b.setValue("1", forKey: "b")
+        try a.setValue("1", forKey: "base")
+        for store in [a, b, a] { #expect(store.synchronize()) }
+        var backup = try #require(try storage.load())
+        backup.metadata["account-cache:two"] = [0xFF, 0x00, 0x13]
+        try a.setValue("1", forKey: "late1")
+        try a.setValue("1", forKey: "late2")
+        for store in [a, b] { #expect(store.synchronize()) }
+        a = try ReplicatedKeyValueStore(replicaID: "A", hub: hub, storage: InMemoryStorage(backup), clock: clock)
+        try a.setValue("written after restore", forKey: "fresh")
+        for _ in 0..<3 { for store in [a, b] { _ = store.synchronize() } }
+        #expect(a.values == everyKey)
+        #expect(b.values == everyKey)
+        #expect(!a.writerID.isBase)
+    }
+
+    /// Three copies under one replica ID in the mesh: a copy refused for its sessions is
+    /// answered with the tip recorded for its own writer ID, even when a third copy under a
+    /// new incarnation (with no counters yet) was heard in between; it then finds its reuse.
+    @Test func aRefusedCopyIsAnsweredWithTheTipOfItsOwnWriterID() throws {
+        var peer = MeshSyncMachine(device: "P")
+        let third = ReplicaID("R").incarnation(3)
+        func gossip(writer: ReplicaID?, session: UInt64, context: VersionVector) throws -> SyncMessage {
+            var gossip = SyncGossip(account: .default, sender: "R", delta: ReplicatedMap.Delta(entries: [:], context: context), wantsReply: true)
+            gossip.writer = writer
+            gossip.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: session)]))
+            return .gossip(gossip)
+        }
+        _ = peer.receive(try gossip(writer: nil, session: 1, context: VersionVector(["R": 1])))
+        _ = peer.receive(try gossip(writer: third, session: 3, context: VersionVector(["R": 1])))
+        #expect(peer.receive(try gossip(writer: nil, session: 2, context: VersionVector(["R": 1])))
+                == [.ignore(.reusedCounters), .answer(peer: "R")])
+        let answer = peer.gossip(to: "R", from: ReplicatedMap())
+        #expect(answer.recipient == "R")
+        #expect(answer.recipientTip == WriterSessions.Tip(counter: 1, session: 1))
+    }
+
     /// The same through the mesh: peers gossip, no hub.
     @Test func aStoreRestoredFromABackupLosesNothingInTheMesh() throws {
         let storage = InMemoryStorage()

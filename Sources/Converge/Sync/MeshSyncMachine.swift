@@ -138,6 +138,9 @@ public struct MeshSyncMachine: Hashable, Sendable {
             // The sender's report came from another copy than its earlier ones: forget them,
             // so the answer and the next gossip carry everything.
             peerContexts[gossip.sender] = nil
+            // The answer names the refused report's writer ID, so it carries the recorded tip
+            // that shows the copy its reuse (not the writer ID of a third copy heard since).
+            peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
             return [.ignore(.reusedCounters), .answer(peer: gossip.sender)]
         }
         if betweenTwo { recordSessions(of: gossip) }
