@@ -179,7 +179,11 @@ extension ReplicatedKeyValueStore.State {
     /// - Throws: ``ConvergeError/malformed(_:)`` if a kept-aside state cannot be read, or
     ///   if the result breaks an invariant of the map (it cannot: every re-stamped write is
     ///   covered by the new context).
-    func reincarnated() throws(ConvergeError) -> StoredState {
+    ///
+    /// - Parameter reusedFrom: The first counter of the current writer ID known to have been
+    ///   issued twice, if known: the writes of the current account from there on are
+    ///   re-stamped even if a peer acknowledged them (it may hold the other copy's).
+    func reincarnated(restampingFrom reusedFrom: UInt64? = nil) throws(ConvergeError) -> StoredState {
         let old = writerID
         let incarnation = nextIncarnation
         let newWriter = old.base.incarnation(incarnation)
@@ -191,7 +195,7 @@ extension ReplicatedKeyValueStore.State {
             let sessions = count == 0 ? WriterSessions() : WriterSessions(runs: [.init(firstCounter: 1, session: writeSession)])!
             for (name, record) in sessionsRecord(sessions, writer: newWriter, in: account) { metadata[name] = record }
         }
-        let current = try Self.restamped(map, from: old, above: acknowledged, to: newWriter)
+        let current = try Self.restamped(map, from: old, above: min(acknowledged, (reusedFrom ?? .max) - 1), to: newWriter)
         recordRestamped(current.count, in: account)
         let prefix = ReplicatedKeyValueStore.accountCachePrefix
         for name in self.metadata.keys.sorted() where name.hasPrefix(prefix) {

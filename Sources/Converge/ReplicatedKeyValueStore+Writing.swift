@@ -131,6 +131,7 @@ extension ReplicatedKeyValueStore.State {
             account = recorded
             hubMachine.switchAccount(to: recorded)
             meshMachine.switchAccount(to: recorded)
+            if let bytes = metadata[ReplicatedKeyValueStore.meshSessionsKey(recorded)] { meshMachine.restoreSessions(from: bytes) }
         }
         // Most writes change no metadata, so neither the sessions record, the writer ID nor
         // the account changed. (``sessionRecord(issuing:)`` checks the record is the same.)
@@ -203,6 +204,28 @@ extension ReplicatedKeyValueStore.State {
         for key in keys { entries[key] = [] }
         map.collectTombstones(stableFrontier: frontier)
         Self.record(StorageChange(entries: entries, context: map.context, clock: clock.latest), after: &change)
+    }
+
+    /// Drops every write of `writer` from counter `from` on and lowers the context for
+    /// `writer` to below it (see ``SyncAction/withdraw(writer:from:)``).
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the result breaks an invariant of the
+    ///   map (it cannot: every write left is below the lowered counter).
+    mutating func withdraw(writer: ReplicaID, from: UInt64, reason: ChangeReason,
+                           recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
+        guard map.context[writer] >= from else { return ReplicatedKeyValueStore.MergeOutcome() }
+        var entries = map.entries
+        var changedKeys: [String] = []
+        for (key, siblings) in map.entries where siblings.contains(where: { $0.dot.replica == writer && $0.dot.counter >= from }) {
+            let kept = siblings.filter { !($0.dot.replica == writer && $0.dot.counter >= from) }
+            entries[key] = kept.isEmpty ? nil : kept
+            changedKeys.append(key)
+        }
+        var counters: [ReplicaID: UInt64] = [:]
+        for entry in map.context.sortedEntries { counters[entry.replica] = entry.counter }
+        counters[writer] = from - 1
+        let next = try ReplicatedMap(entries: entries, context: VersionVector(counters))
+        return commit(next, changedKeys: changedKeys.sortedByUTF8(), observing: [:], reason: reason, recording: &change)
     }
 
     /// Puts a merged state in place and advances the clock past every timestamp received.

@@ -165,7 +165,7 @@ public final class ReplicatedKeyValueStore: Sendable {
                             policies: policies, metadata: stored.metadata, account: account,
                             hubMachine: Self.hubMachine(device: replicaID.incarnation(Self.incarnation(in: stored.metadata)),
                                                         account: account, metadata: stored.metadata),
-                            meshMachine: MeshSyncMachine(device: replicaID, account: account),
+                            meshMachine: Self.meshMachine(device: replicaID, account: account, metadata: stored.metadata),
                             writerID: replicaID.incarnation(Self.incarnation(in: stored.metadata)),
                             writeSession: writeSessions.firstSession()))
     }

@@ -111,12 +111,25 @@ public struct WriterSessions: Hashable, Sendable {
     /// - Returns: Whether the two records name different sessions for one counter.
     /// - Complexity: O(*r*²) in the runs of both (at most ``maximumRuns`` each).
     public func disagrees(with other: WriterSessions, through: UInt64) -> Bool {
-        guard let mine = runs.first?.firstCounter, let theirs = other.runs.first?.firstCounter else { return false }
+        firstDisagreement(with: other, through: through) != nil
+    }
+
+    /// The first counter, up to `through`, for which `other`, another record of the same
+    /// writer's runs, names another session than these; `nil` if they agree wherever both
+    /// reach. Counters below where either record starts are not compared.
+    ///
+    /// - Parameters:
+    ///   - other: Another record of the same writer's runs.
+    ///   - through: The highest counter to compare.
+    /// - Returns: The first counter issued twice, as far as the records show.
+    /// - Complexity: O(*r*²) in the runs of both (at most ``maximumRuns`` each).
+    public func firstDisagreement(with other: WriterSessions, through: UInt64) -> UInt64? {
+        guard let mine = runs.first?.firstCounter, let theirs = other.runs.first?.firstCounter else { return nil }
         let from = max(mine, theirs)
-        guard from <= through else { return false }
-        // Both are constant between their runs' first counters: compare at each of them.
-        let points = [from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }
-        return points.contains { session(at: $0) != other.session(at: $0) }
+        guard from <= through else { return nil }
+        // Both are constant between their runs' first counters: compare at each of them, in order.
+        let points = ([from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }).sorted()
+        return points.first { session(at: $0) != other.session(at: $0) }
     }
 
     /// The latest runs whose encoding takes at most `bytes` (always the last run): what a
@@ -125,6 +138,13 @@ public struct WriterSessions: Hashable, Sendable {
     func latest(fittingIn bytes: Int) -> WriterSessions {
         var kept = self
         while kept.runs.count > 1 && kept.encodedSize > bytes { kept.runs.removeFirst() }
+        return kept
+    }
+
+    /// The latest `count` runs (all if there are fewer).
+    func latest(count: Int) -> WriterSessions {
+        var kept = self
+        if kept.runs.count > count { kept.runs.removeFirst(kept.runs.count - count) }
         return kept
     }
 

@@ -79,6 +79,9 @@ struct ReferenceModel {
         var value: Value?
     }
 
+    /// The write each re-stamped copy copies, by the copy's index in ``writes``.
+    private(set) var originalOfCopy: [Int: Int] = [:]
+
     private(set) var writes: [Write] = [] {
         didSet {
             // Each write's writer by number (``writers``), so that sets are read against
@@ -522,6 +525,7 @@ struct ReferenceModel {
             writes.append(copy)
             writesByAccount[account, default: []].append(first + offset)
             writeIndexByLedger[restamp.ledgerIndex] = first + offset
+            originalOfCopy[first + offset] = copied
             // The copy replaces the write: the store no longer holds it under its old dot. It
             // still counts where another replica (or a message on its way) knows it.
             if !isKnown(copied, in: account, besides: .device(d)) { replaced.append(copied) }
@@ -565,6 +569,7 @@ struct ReferenceModel {
     /// The writes of `key` in `account` a replica knowing `known` must treat as current: the
     /// maximal ones, in identity order.
     func expected(in account: AccountID, knowing known: Knowledge) -> [String: [Expected]] {
+        let standIns = representedIndices(knowing: known)
         var byKey: [String: [Int]] = [:]
         for index in known.members where writes[index].account == account && !writes[index].forgotten {
             byKey[writes[index].key, default: []].append(index)
@@ -574,10 +579,29 @@ struct ReferenceModel {
             // What the writes of this key saw, together: a write is superseded if one saw it.
             var seen = WriteSet()
             for index in indices { seen.formUnion(writes[index].past) }
-            let maximal = indices.filter { !seen.contains($0) }
+            let maximal = indices.filter { !seen.contains($0) && !standIns.contains($0) }
                 .map { Expected(id: writes[$0].id, stamp: writes[$0].stamp, value: writes[$0].value) }
                 .sorted { $0.id < $1.id }
             result[key] = maximal
+        }
+        return result
+    }
+
+    /// The writes a new incarnation re-stamped whose copy `known` includes: the copy stands in
+    /// for the original (same value, timestamp and past). In the mesh, replicas that took the
+    /// original before its writer found its counters reused drop it when they learn the
+    /// counters were withdrawn; one that never learns may keep it beside the copy.
+    func representedIndices(knowing known: Knowledge) -> Set<Int> {
+        var result: Set<Int> = []
+        for (copy, original) in originalOfCopy where known.contains(copy) { result.insert(original) }
+        return result
+    }
+
+    /// ``representedIndices(knowing:)`` in `account`, as expected siblings by key.
+    func representedOriginals(in account: AccountID, knowing known: Knowledge) -> [String: [Expected]] {
+        var result: [String: [Expected]] = [:]
+        for index in representedIndices(knowing: known).sorted() where writes[index].account == account {
+            result[writes[index].key, default: []].append(Expected(id: writes[index].id, stamp: writes[index].stamp, value: writes[index].value))
         }
         return result
     }

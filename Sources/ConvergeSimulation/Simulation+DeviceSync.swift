@@ -94,10 +94,10 @@ extension Simulation {
             // Gossip under the device's own replica ID (a twin cloned from the same disk): the
             // store takes nothing from it.
             model.dropped(message: id, lastCopy: lastCopy)
-        } else if receipt.ignored == .reusedCounters || receipt.ignored == .otherIncarnation {
+        } else if receipt.ignored == .reusedCounters || receipt.ignored == .otherIncarnation || receipt.ignored == .staleReport {
             // Gossip whose sender's write sessions contradict its earlier gossip (a restored
-            // or copied sender), or computed for another writer ID of this device: nothing
-            // taken, and the sender is answered.
+            // or copied sender) or the device's records, computed for another writer ID of this
+            // device, or for more than it holds: nothing taken, and the sender is answered.
             model.dropped(message: id, lastCopy: lastCopy)
         } else if case .unexpected? = receipt.ignored {
             // An answer to the device's previous incarnation (``SyncReply/device``): nothing taken.

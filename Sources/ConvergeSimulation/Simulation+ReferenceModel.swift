@@ -113,12 +113,17 @@ extension Simulation {
         }
         let known = model.accountedFor(by: node, with: keptAsideBy, in: account)
         let expected = model.expected(in: account, knowing: known)
+        let represented = model.representedOriginals(in: account, knowing: known)
         func excused(_ sibling: ReferenceModel.Expected) -> Bool { excusingPages && model.isExcused(sibling.id, at: node, in: account) }
         let keys = Set(expected.keys).union(state.entries.keys).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
         var lost: [String] = [], wrong: [String] = []
         for key in keys {
             let current = expected[key] ?? []
-            let held = state.siblings(forKey: key).map(Self.modelSibling)
+            // Held beside the copy that stands in for it: a write a new incarnation re-stamped
+            // (see ``ReferenceModel/expected(in:knowing:)``), kept by a replica that took it
+            // before its writer found its counters reused and did not learn they were withdrawn.
+            let standIns = represented[key] ?? []
+            let held = state.siblings(forKey: key).map(Self.modelSibling).filter { !standIns.contains($0) }
             let currentLive = current.filter { $0.value != nil }, heldLive = held.filter { $0.value != nil }
             // A write excused by a page (superseded where the page came from, by a write
             // beyond it) may be missing, or held beside its superseder.

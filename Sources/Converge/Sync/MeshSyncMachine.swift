@@ -27,28 +27,18 @@ public struct MeshSyncMachine: Hashable, Sendable {
     public private(set) var account: AccountID
     /// What each peer last reported holding, by peer.
     public private(set) var peerContexts: [ReplicaID: VersionVector] = [:]
-    /// What each peer's gossip named of the sessions that issued its writer ID's counters,
-    /// by peer (replica ID).
-    private(set) var peerSessions: [ReplicaID: PeerSessions] = [:]
+    /// What the machine knows of which sessions issued each writer ID's counters (see
+    /// ``SessionRecord``), by writer ID: from each peer's gossip, of the peer's own writer ID
+    /// and of those it relays. Never of the device's own writer ID (the store records its own).
+    private(set) var writerRecords: [ReplicaID: SessionRecord] = [:]
+    /// Counters withdrawn (see ``SyncGossip/withdrawnSessions``), by writer ID then first
+    /// counter: relayed in every gossip, and refused in any.
+    private(set) var withdrawnRecords: [SessionRecord] = []
+    /// The most withdrawn records kept per writer ID (the latest first counters).
+    static let maximumWithdrawnPerWriter = 8
     /// The writer ID each peer's last gossip was of, by peer: ``peerContexts`` is its report
     /// (none after a report of another copy was refused: the next gossip is the whole state).
     private(set) var peerWriters: [ReplicaID: ReplicaID] = [:]
-
-    /// A peer's write sessions as its gossip named them.
-    struct PeerSessions: Hashable, Sendable {
-        /// The peer's writer ID the runs are of.
-        var writer: ReplicaID
-        /// The runs, continued from gossip to gossip.
-        var runs: WriterSessions
-        /// The highest counter of `writer` the runs are known to reach (the peer's context
-        /// when it sent them).
-        var through: UInt64
-
-        /// The session that issued ``through``.
-        var tip: WriterSessions.Tip? {
-            runs.session(at: through).map { WriterSessions.Tip(counter: through, session: $0) }
-        }
-    }
 
     /// A machine that has heard from no peer yet: its first gossip to each is the device's
     /// whole state.
@@ -73,11 +63,16 @@ public struct MeshSyncMachine: Hashable, Sendable {
                        writerSessions: WriterSessions = WriterSessions()) -> SyncGossip {
         var gossip = SyncGossip(account: account, sender: device, delta: state.delta(for: peerContexts[peer] ?? VersionVector()),
                                 wantsReply: wantsReply)
+        gossip.basis = peerContexts[peer]
         gossip.writerSessions = writerSessions
         if let writer, writer != device { gossip.writer = writer }
         gossip.recipient = peerWriters[peer]
-        if !_ignoresWriterSessions, let known = peerSessions[peer], known.writer == gossip.recipient, let tip = known.tip {
-            gossip.recipientTip = tip
+        if !_ignoresWriterSessions {
+            if let recipient = gossip.recipient, let known = writerRecords[recipient] { gossip.recipientTip = known.tip }
+            gossip.relayedSessions = writerRecords.keys.sorted().compactMap { id in
+                id == writer ?? device ? nil : writerRecords[id]?.relayed
+            }
+            gossip.withdrawnSessions = withdrawnRecords.map(\.relayed)
         }
         return gossip
     }
@@ -125,7 +120,7 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// - Returns: The actions, in order.
     /// - Complexity: O(*r*) in the replicas of the gossip's context, plus O(*s*²) in the
     ///   sessions' runs (at most ``WriterSessions/maximumRuns``).
-    public mutating func receive(_ message: SyncMessage, as writer: ReplicaID? = nil) -> [SyncAction] {
+    public mutating func receive(_ message: SyncMessage, as writer: ReplicaID? = nil, holding context: VersionVector? = nil) -> [SyncAction] {
         guard case .gossip(let gossip) = message else { return [.ignore(.unexpected)] }
         guard gossip.account == account else { return [.ignore(.otherAccount(gossip.account))] }
         guard gossip.sender != device else { return [.ignore(.fromSelf)] }
@@ -134,50 +129,137 @@ public struct MeshSyncMachine: Hashable, Sendable {
         // (`checkOwnHistory`): only gossip between two devices is
         // compared and recorded.
         let betweenTwo = gossip.wantsReply || gossip.recipient != nil
-        if betweenTwo && reusesCounters(gossip) {
-            // The sender's report came from another copy than its earlier ones: forget them,
-            // so the answer and the next gossip carry everything.
+        var actions: [SyncAction] = []
+        if betweenTwo && !_ignoresWriterSessions {
+            for withdrawn in gossip.withdrawnSessions where withdrawn.writer != writer ?? device {
+                actions += take(withdrawn: withdrawn)
+            }
+        }
+        if betweenTwo && reusesCounters(gossip, as: writer) {
+            // The sender's report came from another copy than its earlier ones, or it holds a
+            // copy's writes under the dots of writes this device holds: forget its report, so
+            // the answer and the next gossip carry everything (and the records that show it).
             peerContexts[gossip.sender] = nil
             // The answer names the refused report's writer ID, so it carries the recorded tip
             // that shows the copy its reuse (not the writer ID of a third copy heard since).
             peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
-            return [.ignore(.reusedCounters), .answer(peer: gossip.sender)]
+            // Only gossip that asked is answered: two devices holding different copies'
+            // writes refuse each other's gossip, and answering answers would never end.
+            return actions + (gossip.wantsReply ? [.ignore(.reusedCounters), .answer(peer: gossip.sender)] : [.ignore(.reusedCounters)])
         }
-        if betweenTwo { recordSessions(of: gossip) }
+        if betweenTwo { recordSessions(of: gossip, as: writer) }
         if let recipient = gossip.recipient, let writer, recipient != writer {
             peerContexts[gossip.sender] = gossip.delta.context
             peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
-            return gossip.wantsReply ? [.ignore(.otherIncarnation), .answer(peer: gossip.sender)] : [.ignore(.otherIncarnation)]
+            return actions + (gossip.wantsReply ? [.ignore(.otherIncarnation), .answer(peer: gossip.sender)] : [.ignore(.otherIncarnation)])
         }
+        // What the device holds once the withdrawn writes are dropped.
+        var holding = context
+        for case .withdraw(let writer, let from) in actions {
+            holding = holding.map { context in
+                var counters: [ReplicaID: UInt64] = [:]
+                for entry in context.sortedEntries { counters[entry.replica] = entry.replica == writer ? min(entry.counter, from - 1) : entry.counter }
+                return VersionVector(counters)
+            }
+        }
+        if let basis = gossip.basis, let holding, !basis.isDominated(by: holding) {
+            // The device's storage went back since its report: the delta misses writes. The
+            // sender learns what it holds from its answer or its next gossip.
+            peerContexts[gossip.sender] = gossip.delta.context
+            peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
+            return actions + (gossip.wantsReply ? [.ignore(.staleReport), .answer(peer: gossip.sender)] : [.ignore(.staleReport)])
+        }
+        if betweenTwo { recordRelayedSessions(of: gossip, as: writer) }
         // The latest report, not the union of all: a peer's context shrinks for its own
         // writer ID when it starts a new incarnation (a restored store), and a delta computed
         // for more than it holds would miss what it lost. A stale report is always safe.
         peerContexts[gossip.sender] = gossip.delta.context
         peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
-        return gossip.wantsReply ? [.applyDelta(gossip.delta), .answer(peer: gossip.sender)] : [.applyDelta(gossip.delta)]
+        return actions + (gossip.wantsReply ? [.applyDelta(gossip.delta), .answer(peer: gossip.sender)] : [.applyDelta(gossip.delta)])
+    }
+
+    /// Keeps a withdrawn record and, if this device holds writes of it, drops them: the
+    /// action to carry out (none if it holds none, or knew the record already).
+    private mutating func take(withdrawn: SessionRecord) -> [SyncAction] {
+        guard !withdrawnRecords.contains(withdrawn) else { return [] }
+        withdraw(withdrawn)
+        guard let known = writerRecords[withdrawn.writer], known.holdsWithdrawn(withdrawn) else { return [] }
+        writerRecords[withdrawn.writer] = known.below(withdrawn.first)
+        return [.withdraw(writer: withdrawn.writer, from: withdrawn.first)]
+    }
+
+    /// Records that `record`'s counters are withdrawn (a copy of its writer re-stamped its
+    /// writes under them), to relay it to every peer and to refuse gossip from peers that
+    /// hold them. The store calls it for its own writer ID when it starts a new incarnation.
+    ///
+    /// - Parameter record: The withdrawn runs, from the first withdrawn counter on.
+    package mutating func withdraw(_ record: SessionRecord) {
+        guard !withdrawnRecords.contains(record) else { return }
+        withdrawnRecords.append(record)
+        withdrawnRecords.sort { $0.writer != $1.writer ? $0.writer < $1.writer : ($0.first, $0.through) < ($1.first, $1.through) }
+        // Records of one writer with one first counter keep the one reaching furthest.
+        withdrawnRecords = withdrawnRecords.enumerated().filter { index, record in
+            index + 1 == withdrawnRecords.count || withdrawnRecords[index + 1].writer != record.writer
+                || withdrawnRecords[index + 1].first != record.first
+        }.map(\.element)
+        let ofWriter = withdrawnRecords.filter { $0.writer == record.writer }
+        if ofWriter.count > Self.maximumWithdrawnPerWriter {
+            let dropped = Set(ofWriter.prefix(ofWriter.count - Self.maximumWithdrawnPerWriter))
+            withdrawnRecords.removeAll { dropped.contains($0) }
+        }
     }
 
     /// Whether `gossip`'s write sessions name another session, for a counter of its
-    /// writer ID both reach, than the sender's earlier gossip did.
+    /// writer ID both reach, than the machine's record of that writer ID, or a record it
+    /// relays disagrees with the machine's record of that writer ID: two copies of one store
+    /// issued the same counters, and the two devices hold different writes under them.
     ///
-    /// - Parameter gossip: Gossip from a peer.
-    /// - Returns: Whether the sender's counters were issued twice.
-    public func reusesCounters(_ gossip: SyncGossip) -> Bool {
-        guard !_ignoresWriterSessions, let known = peerSessions[gossip.sender],
-              known.writer == gossip.writer ?? gossip.sender else { return false }
-        return gossip.writerSessions.disagrees(with: known.runs, through: min(known.through, gossip.delta.context[known.writer]))
+    /// - Parameters:
+    ///   - gossip: Gossip from a peer.
+    ///   - writer: The device's own writer ID (its record is the store's, not compared here).
+    /// - Returns: Whether some counters were issued twice.
+    public func reusesCounters(_ gossip: SyncGossip, as writer: ReplicaID? = nil) -> Bool {
+        guard !_ignoresWriterSessions else { return false }
+        let senderWriter = gossip.writer ?? gossip.sender
+        if let known = writerRecords[senderWriter],
+           gossip.writerSessions.disagrees(with: known.runs, through: min(known.through, gossip.delta.context[senderWriter])) {
+            return true
+        }
+        return gossip.relayedSessions.contains { record in
+            guard record.writer != writer ?? device, record.writer != senderWriter else { return false }
+            // A peer that holds withdrawn writes would hand them back.
+            if withdrawnRecords.contains(where: { $0.writer == record.writer && record.holdsWithdrawn($0) }) { return true }
+            guard let known = writerRecords[record.writer] else { return false }
+            return known.firstDisagreement(with: record) != nil
+        }
     }
 
     /// Records the sender's write sessions, when they reach its context's counter of its
     /// writer ID and go as far as the record.
-    private mutating func recordSessions(of gossip: SyncGossip) {
-        let writer = gossip.writer ?? gossip.sender
-        let own = gossip.delta.context[writer]
-        guard own > 0, gossip.writerSessions.session(at: own) != nil else { return }
-        let known = peerSessions[gossip.sender].flatMap { $0.writer == writer ? $0 : nil }
-        guard own >= known?.through ?? 0 else { return }
-        peerSessions[gossip.sender] = PeerSessions(writer: writer, runs: gossip.writerSessions.continuing(known?.runs ?? WriterSessions()),
-                                                   through: own)
+    private mutating func recordSessions(of gossip: SyncGossip, as writer: ReplicaID?) {
+        let senderWriter = gossip.writer ?? gossip.sender
+        guard senderWriter != writer ?? device,
+              let record = SessionRecord(writer: senderWriter, runs: gossip.writerSessions, through: gossip.delta.context[senderWriter])
+        else { return }
+        take(record)
+    }
+
+    /// Records what applied gossip relays of other writer IDs' sessions.
+    private mutating func recordRelayedSessions(of gossip: SyncGossip, as writer: ReplicaID?) {
+        let senderWriter = gossip.writer ?? gossip.sender
+        for record in gossip.relayedSessions where record.writer != writer ?? device && record.writer != senderWriter {
+            take(record)
+        }
+    }
+
+    /// Keeps `record` when it reaches at least as far as the one held (which it agrees with).
+    private mutating func take(_ record: SessionRecord) {
+        guard let known = writerRecords[record.writer] else {
+            writerRecords[record.writer] = record
+            return
+        }
+        guard record.through >= known.through else { return }
+        writerRecords[record.writer] = known.continued(by: record)
     }
 
     /// Switches to another account: forget everything the peers of the old one reported.
@@ -186,8 +268,44 @@ public struct MeshSyncMachine: Hashable, Sendable {
     public mutating func switchAccount(to newAccount: AccountID) {
         account = newAccount
         peerContexts = [:]
-        peerSessions = [:]
+        writerRecords = [:]
+        withdrawnRecords = []
         peerWriters = [:]
+    }
+
+    /// What the machine knows of write sessions (``writerRecords`` and the withdrawn
+    /// records), encoded for the store to keep with its state: a restarted device still
+    /// tells copies apart.
+    package func encodedSessions() -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.writeVarint(UInt64(writerRecords.count))
+        for id in writerRecords.keys.sorted() { writerRecords[id]!.encode(into: &writer) }
+        writer.writeVarint(UInt64(withdrawnRecords.count))
+        for record in withdrawnRecords { record.encode(into: &writer) }
+        return writer.bytes
+    }
+
+    /// Takes back what ``encodedSessions()`` wrote; an unreadable record is ignored (the
+    /// machine then knows nothing, as a new one).
+    package mutating func restoreSessions(from bytes: [UInt8]) {
+        var reader = BinaryReader(bytes)
+        var records: [ReplicaID: SessionRecord] = [:]
+        var withdrawn: [SessionRecord] = []
+        do throws(ConvergeError) {
+            for _ in 0..<(try reader.readCount(limit: 1 << 20, minimumElementBytes: 13)) {
+                let record = try SessionRecord(from: &reader)
+                records[record.writer] = record
+            }
+            for _ in 0..<(try reader.readCount(limit: 1 << 20, minimumElementBytes: 13)) {
+                withdrawn.append(try SessionRecord(from: &reader))
+            }
+        } catch {
+            return
+        }
+        guard reader.isAtEnd else { return }
+        writerRecords = records
+        withdrawnRecords = []
+        for record in withdrawn { withdraw(record) }
     }
 
     /// A broken variant for tests: the machine neither refuses gossip whose sessions

@@ -148,7 +148,7 @@ extension ReplicatedKeyValueStore {
             // The store switched accounts while the request travelled: the answer is stale, not wrong.
             guard self.account == account else { return }
             throw .malformed(.unexpectedMessage, "the hub answered for account \(answered), not \(account)")
-        case .fromSelf, .unexpected, .reusedCounters, .otherIncarnation:
+        case .fromSelf, .unexpected, .reusedCounters, .otherIncarnation, .staleReport:
             throw .malformed(.unexpectedMessage, "the hub's answer is not a reply")
         }
     }
@@ -157,6 +157,18 @@ extension ReplicatedKeyValueStore {
 
     /// The metadata record of what the hub reported (``DeviceSyncMachine/encodedProgress()``).
     static let hubProgressKey = "hub-progress"
+
+    /// The metadata record of what the mesh machine knows of write sessions in `account`
+    /// (``MeshSyncMachine/encodedSessions()``).
+    static func meshSessionsKey(_ account: AccountID) -> String { "mesh-sessions:" + account.rawValue }
+
+    /// The mesh machine of a store opened on `metadata`, knowing the write sessions recorded
+    /// for `account`.
+    static func meshMachine(device: ReplicaID, account: AccountID, metadata: [String: [UInt8]]) -> MeshSyncMachine {
+        var machine = MeshSyncMachine(device: device, account: account)
+        if let bytes = metadata[meshSessionsKey(account)] { machine.restoreSessions(from: bytes) }
+        return machine
+    }
 
     /// The hub machine of a store opened on `metadata`: resumed from the recorded progress
     /// if it is this device's and this account's, or starting from nothing reported.
@@ -228,7 +240,7 @@ extension ReplicatedKeyValueStore {
             let actions: [SyncAction]
             switch message {
             case .reply, .upToDate: actions = next.hubMachine.receive(message)
-            case .gossip: actions = next.meshMachine.receive(message, as: state.writerID)
+            case .gossip: actions = next.meshMachine.receive(message, as: state.writerID, holding: state.map.context)
             case .push, .poll: actions = [.ignore(.unexpected)]
             }
             // What the sender holds of this replica's writes: more than the store itself
@@ -245,25 +257,70 @@ extension ReplicatedKeyValueStore {
             let known = received.map(\.context)
             // The hub's record of which session issued a counter of this writer, if this
             // store's own record names another, proves the same (a copy that issued as many).
-            var countersReused = false
+            // `reusedFrom` is the first counter shown issued twice, as far as the record shows.
+            var reusedFrom: UInt64?
+            var hubTipContradicted = false
+            let issued = state.map.context[state.writerID]
             if case .reply(let reply) = message, reply.account == state.account, reply.device ?? state.writerID == state.writerID,
-               let tip = reply.sessionTip {
-                countersReused = !state.blindToReusedCounters && state.writerSessions.contradicts(tip, issued: state.map.context[state.writerID])
+               let tip = reply.sessionTip, !state.blindToReusedCounters, state.writerSessions.contradicts(tip, issued: issued) {
+                hubTipContradicted = true
             }
-            // The same from a peer's gossip, which names what it recorded of this writer ID's
-            // sessions (a twin under another writer ID ignores it).
-            if case .gossip(let gossip) = message, gossip.account == state.account, let tip = gossip.recipientTip,
-               gossip.recipient == state.writerID, !state.meshMachine._ignoresWriterSessions {
-                countersReused = countersReused
-                    || (!state.blindToReusedCounters && state.writerSessions.contradicts(tip, issued: state.map.context[state.writerID]))
+            // The same from a peer's gossip, which names what it recorded, or heard relayed, of
+            // this writer ID's sessions (a twin under another writer ID ignores it).
+            var confirmed: UInt64?
+            if case .gossip(let gossip) = message, gossip.account == state.account, !state.meshMachine._ignoresWriterSessions,
+               !state.blindToReusedCounters {
+                let own = state.writerSessions
+                if let tip = gossip.recipientTip, gossip.recipient == state.writerID {
+                    if own.contradicts(tip, issued: issued) {
+                        reusedFrom = min(reusedFrom ?? .max, tip.counter)
+                    } else if tip.counter <= issued, own.session(at: tip.counter) != nil {
+                        confirmed = tip.counter
+                    }
+                }
+                if let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
+                    if let first = own.firstDisagreement(with: record.runs, through: min(record.through, issued)) {
+                        reusedFrom = min(reusedFrom ?? .max, first)
+                    } else if record.through <= issued, own.session(at: record.through) != nil {
+                        confirmed = max(confirmed ?? 0, record.through)
+                    }
+                }
             }
-            if countersReused || known.contains(where: state.reusesCounters(given:)) {
+            if hubTipContradicted || reusedFrom != nil || known.contains(where: state.reusesCounters(given:)) {
                 var receipt = SyncReceipt()
                 receipt.startedIncarnation = true
-                return WritePlan(update: .replaceAll(try state.reincarnated()), machines: (next.hubMachine, next.meshMachine), result: receipt)
+                // Writes from the first counter issued twice on are re-stamped even if a peer
+                // reported holding them: that peer may hold the other copy's.
+                let restamped = try state.reincarnated(restampingFrom: reusedFrom)
+                var meshMachine = next.meshMachine
+                if case .gossip = message {
+                    // The machine's view of what this message changed is not carried out: keep
+                    // the one before it. Withdraw the counters this store re-stamped, so peers
+                    // that took its writes under them drop them and fetch the other copy's: from
+                    // the first a peer's record showed issued twice, else from the first not
+                    // acknowledged. A peer whose record reaches beyond the counters the store
+                    // issued holds the other copy's writes, and keeps them (see
+                    // ``SessionRecord/holdsWithdrawn(_:)``).
+                    meshMachine = state.meshMachine
+                    let from = reusedFrom ?? (state.acknowledged + 1)
+                    if let withdrawn = SessionRecord.withdrawn(writer: state.writerID, runs: state.writerSessions, from: from, through: issued) {
+                        meshMachine.withdraw(withdrawn)
+                    }
+                }
+                var stored = restamped
+                stored.metadata[Self.meshSessionsKey(state.account)] = meshMachine.encodedSessions()
+                return WritePlan(update: .replaceAll(stored), machines: (next.hubMachine, meshMachine), result: receipt)
             }
             var change: StorageChange?
-            if let acknowledgement = state.acknowledgement(from: known) {
+            // What a peer holds of this writer ID counts as acknowledged only as far as its
+            // record of the sessions agrees with the store's: a peer that took a copy's writes
+            // under these counters reports them too.
+            var acknowledging = known
+            if case .gossip(let gossip) = message, gossip.wantsReply || gossip.recipient != nil,
+               !state.meshMachine._ignoresWriterSessions, !state.blindToReusedCounters {
+                acknowledging = [VersionVector([state.writerID: confirmed ?? 0])]
+            }
+            if let acknowledgement = state.acknowledgement(from: acknowledging) {
                 change = StorageChange(context: state.map.context, clock: state.clock.latest, metadata: acknowledgement)
             }
             let (events, receipt) = try carryOut(actions, in: &next, recording: &change)
@@ -274,6 +331,16 @@ extension ReplicatedKeyValueStore {
                 if state.metadata[Self.hubProgressKey] != progress {
                     if change == nil { change = StorageChange(context: state.map.context, clock: state.clock.latest) }
                     change?.metadata[Self.hubProgressKey] = progress
+                }
+            }
+            // What the mesh machine learned of write sessions is kept too, so a restarted
+            // device still tells copies apart.
+            if next.meshMachine != state.meshMachine {
+                let sessions = next.meshMachine.encodedSessions()
+                let key = Self.meshSessionsKey(state.account)
+                if state.metadata[key] != sessions {
+                    if change == nil { change = StorageChange(context: state.map.context, clock: state.clock.latest) }
+                    change?.metadata[key] = sessions
                 }
             }
             return WritePlan(update: change.map { .change($0) }, machines: (next.hubMachine, next.meshMachine), events: events, result: receipt)
@@ -323,6 +390,10 @@ extension ReplicatedKeyValueStore {
                     // The app is told of the initial sync even when no visible value changed.
                     events.append(.externalChange(ExternalChange(reason: .initialSyncChange, keys: [])))
                 }
+                events += outcome.events
+                receipt.changedKeys += outcome.visibleChanges
+            case .withdraw(let writer, let from):
+                let outcome = try state.withdraw(writer: writer, from: from, reason: .serverChange, recording: &change)
                 events += outcome.events
                 receipt.changedKeys += outcome.visibleChanges
             case .collectTombstones(let frontier):

@@ -16,6 +16,11 @@ public enum SyncAction: Hashable, Sendable {
     /// returns after retirement), and report ``ChangeReason/initialSyncChange``, even if no
     /// visible value changed.
     case joinFullState(ReplicatedMap.Delta, keys: KeySpan)
+    /// Drop every write of `writer` from counter `from` on, and lower the context to below
+    /// it: a copy of that writer's store issued those counters again and re-stamped its own
+    /// writes under a new writer ID (see ``SessionRecord``); the other copy's writes under
+    /// them are fetched again.
+    case withdraw(writer: ReplicaID, from: UInt64)
     /// Drop the tombstones this stable frontier covers.
     case collectTombstones(below: VersionVector)
     /// Report these keys as ``ChangeReason/quotaViolationChange``: the hub superseded this
@@ -47,4 +52,8 @@ public enum SyncIgnoredReason: Hashable, Sendable {
     /// incarnation, or a twin under the same replica ID, see ``SyncGossip/recipient``): the
     /// device may lack writes that report claimed.
     case otherIncarnation
+    /// Gossip computed for more than the device holds (see ``SyncGossip/basis``): its
+    /// storage went back (a restored backup, a replaced or copied disk) since it reported
+    /// what the sender computed the gossip for, and it would miss the writes between.
+    case staleReport
 }

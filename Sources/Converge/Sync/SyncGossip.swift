@@ -8,6 +8,12 @@ public struct SyncGossip: Hashable, Sendable {
     public var sender: ReplicaID
     /// The sender's changes the receiver lacks, with the sender's whole context.
     public var delta: ReplicatedMap.Delta
+    /// The context ``delta`` was computed for: what the receiver last reported holding, or
+    /// `nil` if it reported nothing (the delta is then the sender's whole state). A receiver
+    /// that holds less than its report (its disk was restored from a backup, replaced, or
+    /// copied from another device's) would miss the writes between, so it applies nothing
+    /// and answers with what it holds (``SyncIgnoredReason/staleReport``).
+    public var basis: VersionVector?
     /// Whether the receiver should answer with its own changes (the first half of a
     /// push-pull exchange); an answer never asks for another.
     public var wantsReply: Bool
@@ -35,6 +41,19 @@ public struct SyncGossip: Hashable, Sendable {
     /// new incarnation and applies nothing of the gossip, as for ``SyncReply/sessionTip``.
     /// Never without ``recipient``.
     public var recipientTip: WriterSessions.Tip?
+    /// What the sender knows of which sessions issued the counters of the writer IDs it
+    /// holds writes of, other than its own (see ``SessionRecord``), one record per writer ID
+    /// in increasing order; empty from a sender that records none. A receiver whose record
+    /// of one of them names another session for a counter both reach takes nothing of the
+    /// gossip: one of the two devices holds a copy's writes under the other's dots.
+    public var relayedSessions: [SessionRecord] = []
+    /// Counters withdrawn, as the sender knows: each record names a writer ID's runs from
+    /// the first counter a copy of its store re-stamped under a new writer ID (its runs'
+    /// first counter) through the last it issued. A receiver whose record of that writer ID
+    /// agrees with one drops that writer's writes from its first counter on, and fetches the
+    /// other copy's again; gossip from a peer whose record agrees with one is not applied.
+    /// In increasing order of writer ID, then first counter.
+    public var withdrawnSessions: [SessionRecord] = []
 
     /// Creates gossip; ``MeshSyncMachine`` makes it for a device.
     public init(account: AccountID, sender: ReplicaID, delta: ReplicatedMap.Delta, wantsReply: Bool) {

@@ -204,7 +204,8 @@ public enum SyncMessage: Hashable, Sendable {
     /// The current format version (2: a push carries its full-state acknowledgement, and
     /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C;
     /// 4: gossip may name the writer ID of its sessions, its recipient and the recipient's
-    /// tip, flags 4, 8 and 16). Messages are written in this version.
+    /// tip, flags 4, 8 and 16, and the sessions of other writer IDs it relays, flag 32).
+    /// Messages are written in this version.
     public static let formatVersion: UInt8 = 4
     /// The oldest format version still read (3): its messages read as version 4 ones
     /// without the gossip flags 4, 8 and 16. A re-encoded version-3 message is written in
@@ -287,11 +288,13 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeString(gossip.sender.rawValue)
             // 1: wants a reply; 2: the sender's write sessions follow; 4: the sender's writer ID
             // follows them; 8: the recipient's writer ID follows; 16 (with 8): the recipient's
-            // tip follows it (counter and session).
+            // tip follows it (counter and session); 32: the relayed session records follow it;
+            // 64: the withdrawn ones follow them; 128: the basis follows them.
             let sessionsWriter = gossip.writer == gossip.sender ? nil : gossip.writer
             let tip = gossip.recipient == nil ? nil : gossip.recipientTip
             writer.writeByte((gossip.wantsReply ? 1 : 0) | (gossip.writerSessions.isEmpty ? 0 : 2) | (sessionsWriter == nil ? 0 : 4)
-                | (gossip.recipient == nil ? 0 : 8) | (tip == nil ? 0 : 16))
+                | (gossip.recipient == nil ? 0 : 8) | (tip == nil ? 0 : 16) | (gossip.relayedSessions.isEmpty ? 0 : 32)
+                | (gossip.withdrawnSessions.isEmpty ? 0 : 64) | (gossip.basis == nil ? 0 : 128))
             if !gossip.writerSessions.isEmpty { gossip.writerSessions.encode(into: &writer) }
             if let sessionsWriter { writer.writeString(sessionsWriter.rawValue) }
             if let recipient = gossip.recipient { writer.writeString(recipient.rawValue) }
@@ -299,6 +302,15 @@ public enum SyncMessage: Hashable, Sendable {
                 writer.writeVarint(tip.counter)
                 writer.writeFixed64(tip.session)
             }
+            if !gossip.relayedSessions.isEmpty {
+                writer.writeVarint(UInt64(gossip.relayedSessions.count))
+                for record in gossip.relayedSessions { record.encode(into: &writer) }
+            }
+            if !gossip.withdrawnSessions.isEmpty {
+                writer.writeVarint(UInt64(gossip.withdrawnSessions.count))
+                for record in gossip.withdrawnSessions { record.encode(into: &writer) }
+            }
+            if let basis = gossip.basis { basis.encode(into: &writer) }
             gossip.delta.encode(into: &writer)
         case .poll(let poll):
             writer.writeByte(TypeTag.poll.rawValue)
@@ -374,7 +386,7 @@ public enum SyncMessage: Hashable, Sendable {
             let sender = try Self.readReplica(&reader)
             let flag = try reader.readByte()
             // Version 3 knew flags 1 and 2; 16 needs the recipient whose tip it is.
-            guard flag <= (version == 3 ? 3 : 31), flag & 24 != 16 else {
+            guard version != 3 || flag <= 3, flag & 24 != 16 else {
                 throw .malformed(.unknownTag, "invalid gossip flags \(flag)", at: reader.offset - 1)
             }
             let sessionsAt = reader.offset
@@ -395,12 +407,18 @@ public enum SyncMessage: Hashable, Sendable {
                 guard counter > 0 else { throw .malformed(.nonCanonical, "a recipient's tip at counter 0", at: counterAt) }
                 recipientTip = WriterSessions.Tip(counter: counter, session: try reader.readFixed64())
             }
+            let relayed = flag & 32 != 0 ? try Self.readSessionRecords(&reader, limits: limits, byFirstCounter: false) : []
+            let withdrawn = flag & 64 != 0 ? try Self.readSessionRecords(&reader, limits: limits, byFirstCounter: true) : []
+            let basis = flag & 128 != 0 ? try VersionVector(from: &reader, limits: limits) : nil
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             var gossip = SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag & 1 != 0)
             gossip.writerSessions = sessions
             gossip.writer = sessionsWriter
             gossip.recipient = recipient
             gossip.recipientTip = recipientTip
+            gossip.relayedSessions = relayed
+            gossip.withdrawnSessions = withdrawn
+            gossip.basis = basis
             self = .gossip(gossip)
         case .reply:
             let kindAndFlag = try reader.readByte()
@@ -497,6 +515,29 @@ public enum SyncMessage: Hashable, Sendable {
             keys.append(key)
         }
         return keys
+    }
+
+    /// Reads gossip's relayed or withdrawn session records: a count (at least one), then
+    /// each record, by strictly increasing writer ID (withdrawn ones: by writer ID, then
+    /// strictly increasing first counter).
+    private static func readSessionRecords(_ reader: inout BinaryReader, limits: DecodingLimits,
+                                           byFirstCounter: Bool) throws(ConvergeError) -> [SessionRecord] {
+        let at = reader.offset
+        let count = try reader.readCount(limit: limits.maximumReplicas, minimumElementBytes: 13)
+        guard count > 0 else { throw .malformed(.nonCanonical, "no session records are left out, not sent", at: at) }
+        var records: [SessionRecord] = []
+        for _ in 0..<count {
+            let recordAt = reader.offset
+            let record = try SessionRecord(from: &reader)
+            if let last = records.last {
+                let inOrder = byFirstCounter && last.writer == record.writer
+                    ? last.first < record.first
+                    : last.writer < record.writer
+                guard inOrder else { throw .malformed(.nonCanonical, "session records out of order or repeated", at: recordAt) }
+            }
+            records.append(record)
+        }
+        return records
     }
 
     private static func readReplica(_ reader: inout BinaryReader) throws(ConvergeError) -> ReplicaID {
