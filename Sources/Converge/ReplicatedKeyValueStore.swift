@@ -330,10 +330,10 @@ public final class ReplicatedKeyValueStore: Sendable {
     public func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason = .serverChange) throws(ConvergeError) -> [String] {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<[String]> in
             try checkReceivable(delta, in: state)
-            var next = state
-            var change: StorageChange?
-            let outcome = try next.merge(delta, reason: reason, recording: &change)
-            return WritePlan(update: change.map { .change($0) }, events: outcome.events, result: outcome.visibleChanges)
+            // Planned without a copy of the state: the map changes in place when the change
+            // is installed, so a merge costs what it changes, not the size of the store.
+            guard let planned = try state.plannedMerge(delta, reason: reason) else { return WritePlan(result: []) }
+            return WritePlan(update: .change(planned.change), events: planned.outcome.events, result: planned.outcome.visibleChanges)
         }
     }
 
@@ -388,11 +388,19 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// The external change and conflicts a change produced, given each key's siblings before.
     static func outcome(changedKeys: [String], before: (String) -> [Sibling], after: ReplicatedMap, policies: MergePolicies,
                         reason: ChangeReason, reportingConflicts: Bool = true) -> MergeOutcome {
+        outcome(changedKeys: changedKeys, before: before, after: { after.siblings(forKey: $0) }, policies: policies,
+                reason: reason, reportingConflicts: reportingConflicts)
+    }
+
+    /// The external change and conflicts a change produced, given each key's siblings before
+    /// and after.
+    static func outcome(changedKeys: [String], before: (String) -> [Sibling], after: (String) -> [Sibling], policies: MergePolicies,
+                        reason: ChangeReason, reportingConflicts: Bool = true) -> MergeOutcome {
         var outcome = MergeOutcome()
         var conflicts: [StoreEvent] = []
         for key in changedKeys {
             let policy = policies.policy(forKey: key)
-            let siblings = after.siblings(forKey: key)
+            let siblings = after(key)
             if ReplicatedMap.visibleValuesDiffer(before(key), siblings, policy: policy) { outcome.visibleChanges.append(key) }
             if reportingConflicts && siblings.count > 1 {
                 let winner = ReplicatedMap.visibleValue(of: siblings, policy: policy)

@@ -275,6 +275,26 @@ public struct ReplicatedMap: Hashable, Sendable {
         return changed.sortedByUTF8()
     }
 
+    /// What ``apply(_:partialKeys:)`` would change, without changing this state (so without
+    /// copying it): the new sibling lists of the keys it changes (empty for a key it
+    /// removes), those keys in UTF-8 byte order, and the context after. A store plans a
+    /// merge with it, commits the change, then puts it in place with
+    /// ``replaceEntries(_:context:)``.
+    ///
+    /// - Complexity: O(*k* · *s*) in the keys and siblings of the delta.
+    func plannedApply(_ delta: Delta, partialKeys: Set<String> = []) -> (entries: [String: [Sibling]], changedKeys: [String], context: VersionVector) {
+        var changed: [String: [Sibling]] = [:]
+        for (key, theirs) in delta.entries {
+            // The same join as `mergeSiblings`, against this state's context, which `apply`
+            // raises only after its last key.
+            let merge = Self.merge(_entries[key] ?? [], context, theirs, partialKeys.contains(key) ? VersionVector() : delta.context)
+            if merge.changed { changed[key] = merge.siblings }
+        }
+        var next = context
+        next.formUnion(delta.context)
+        return (changed, changed.keys.sortedByUTF8(), next)
+    }
+
     /// Joins one key of a delta without taking the delta's context yet; the caller must
     /// call ``formContextUnion(_:)`` with the same context after its last key. Used by a
     /// hub that checks the quota key by key. In between, the state may hold siblings its

@@ -96,3 +96,35 @@ struct DotIndexTests {
         #expect(map._dotIndexViolation() == nil)
     }
 }
+
+/// A store plans a merge with `plannedApply` (no copy of its map) and installs it with
+/// `replaceEntries`; the two steps must leave what `apply` leaves.
+@Suite("Replicated map: a planned apply, installed, equals apply")
+struct PlannedApplyTests {
+    @Test func plannedApplyThenReplaceEqualsApply() {
+        expectHolds(checkProperty("plannedApplyThenReplaceEqualsApply", cases: 1_000,
+                                  generate: { History.generate(using: &$0, maximumOperations: 60, collection: true) },
+                                  shrink: { $0.shrunk() }) { history in
+            let run = HistoryRun(history)
+            for (a, sender) in run.replicas.enumerated() {
+                for (b, receiver) in run.replicas.enumerated() where a != b {
+                    for peer in run.pastContexts[b] {
+                        let delta = sender.delta(for: peer)
+                        for partialKeys in [Set<String>(), Set(delta.entries.keys.sortedByUTF8().prefix(1))] {
+                            var applied = receiver
+                            let changed = applied.apply(delta, partialKeys: partialKeys)
+                            var installed = receiver
+                            let planned = installed.plannedApply(delta, partialKeys: partialKeys)
+                            installed.replaceEntries(planned.entries, context: planned.context)
+                            if installed != applied || planned.changedKeys != changed {
+                                return "r\(b) + delta(r\(a), \(peer)), partial \(partialKeys.sortedByUTF8()): planned \(planned.changedKeys) gave \(MapProperties.describe(installed)), apply \(changed) gave \(MapProperties.describe(applied))"
+                            }
+                            if let violation = installed._dotIndexViolation() { return violation }
+                        }
+                    }
+                }
+            }
+            return nil
+        })
+    }
+}
