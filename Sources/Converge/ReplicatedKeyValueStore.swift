@@ -209,19 +209,30 @@ public final class ReplicatedKeyValueStore: Sendable {
     public func setValues(_ changes: [(key: String, value: Value?)]) throws(ConvergeError) {
         defer { notifyLocalWrite(keys: changes.map { Self.canonicalSpelling(of: $0.key) }) }
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
-            var map = state.map
+            // Planned on the batch's writes and usage, not on a copy of the map (which would
+            // cost the size of the store): the map changes in place when the change is
+            // installed. Each write sees the ones before it, as ``ReplicatedMap/write(_:forKey:replica:timestamp:)``
+            // in turn would: its quota check, whether a removal is a no-op, its counter.
+            var usage = state.map.usage
+            var counter = state.map.context[state.writerID]
             var clock = state.clock
             var written: [String: [Sibling]] = [:]
             for (spelled, value) in changes {
                 let key = Self.canonicalSpelling(of: spelled)
-                try quota.check(writing: value, forKey: key, in: map)
+                let current = written[key] ?? state.map.siblings(forKey: key)
+                try quota.check(writing: value, forKey: key, usage: usage, siblings: current)
                 let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
-                guard let sibling = map.plannedWrite(value, forKey: key, replica: state.writerID, timestamp: timestamp) else { continue }
-                map.commitWrite(sibling, forKey: key)
+                if value == nil && current.allSatisfy(\.isTombstone) { continue }
+                counter += 1
+                let sibling = Sibling(dot: Dot(replica: state.writerID, counter: counter), timestamp: timestamp, value: value)
+                usage.remove(current)
+                usage.add([sibling])
                 written[key] = [sibling]
             }
             guard !written.isEmpty else { return WritePlan(result: ()) }
-            return WritePlan(update: .change(StorageChange(entries: written, context: map.context, clock: clock.latest,
+            var context = state.map.context
+            context.raise(state.writerID, to: counter)
+            return WritePlan(update: .change(StorageChange(entries: written, context: context, clock: clock.latest,
                                                            metadata: state.sessionRecord(issuing: state.map.context[state.writerID] + 1))),
                              result: ())
         }
