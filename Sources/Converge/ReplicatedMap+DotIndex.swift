@@ -109,7 +109,7 @@ extension ReplicatedMap {
     /// the tests that compare ``delta(for:)`` with a full scan.
     ///
     /// - Complexity: O(*n* log *n*) in the number of siblings.
-    package func _dotIndexViolation() -> String? {
+    func _dotIndexViolation() -> String? {
         struct Entry: Hashable { var dot: Dot; var key: String }
         var indexed: Set<Entry> = []
         for (replica, run) in _dotIndex.runs {
@@ -134,7 +134,7 @@ extension ReplicatedMap {
 
     /// ``delta(for:)`` by scanning every key: the definition the index must reproduce, kept
     /// for the tests that compare the two.
-    package func _deltaByScanning(for peerContext: VersionVector) -> Delta {
+    func _deltaByScanning(for peerContext: VersionVector) -> Delta {
         var changed: [String: [Sibling]] = [:]
         for (key, siblings) in _entries where siblings.contains(where: { !peerContext.contains($0.dot) }) {
             changed[key] = siblings
