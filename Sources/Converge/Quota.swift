@@ -47,6 +47,13 @@ public struct Quota: Hashable, Sendable, CustomStringConvertible {
     ///   ``ConvergeError/quotaExceeded(_:)`` naming the first limit broken.
     /// - Complexity: O(*v*) in the size of the values involved.
     public func check(writing value: Value?, forKey key: String, in state: ReplicatedMap) throws(ConvergeError) {
+        try check(writing: value, forKey: key, usage: state.usage, siblings: state.siblings(forKey: key))
+    }
+
+    /// ``check(writing:forKey:in:)`` for a state known by its usage and the key's current
+    /// siblings: how a batch checks each write against the state as the batch has left it,
+    /// without building that state.
+    func check(writing value: Value?, forKey key: String, usage before: QuotaUsage, siblings: [Sibling]) throws(ConvergeError) {
         guard !key.isEmpty else { throw .emptyKey }
         guard let value else { return }  // a removal only ever shrinks usage
         let keyBytes = key.utf8.count
@@ -58,8 +65,7 @@ public struct Quota: Hashable, Sendable, CustomStringConvertible {
         if valueBytes > maximumValueBytes {
             throw .quotaExceeded(QuotaViolation(limit: .valueBytes, key: key, attempted: valueBytes, allowed: maximumValueBytes))
         }
-        let before = state.usage
-        let after = before.replacing(state.siblings(forKey: key), withValueOfBytes: valueBytes)
+        let after = before.replacing(siblings, withValueOfBytes: valueBytes)
         // Merges can take a store over its quota (the mesh's soft quota): then no write may
         // grow usage, on either measure, until the store is back under.
         if !admits(before) && (after.keyCount > before.keyCount || after.valueBytes > before.valueBytes) {

@@ -177,14 +177,32 @@ extension ReplicatedKeyValueStore.State {
     ///   changes then.
     mutating func merge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], reason: ChangeReason,
                         recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
+        guard let planned = try plannedMerge(delta, partialKeys: partialKeys, reason: reason) else { return ReplicatedKeyValueStore.MergeOutcome() }
+        Self.record(planned.change, after: &change)
+        map.replaceEntries(planned.change.entries, context: planned.change.context)
+        clock = planned.clock
+        return planned.outcome
+    }
+
+    /// What ``merge(_:partialKeys:reason:recording:)`` would change, planned without changing
+    /// this state (and so without copying its map): the storage change, the clock after it,
+    /// and what to report; `nil` if it changes nothing.
+    ///
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed.
+    func plannedMerge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], reason: ChangeReason) throws(ConvergeError)
+        -> (change: StorageChange, clock: HybridLogicalClock, outcome: ReplicatedKeyValueStore.MergeOutcome)? {
         // A delta built in this process (not decoded, which checks it) could hold siblings its
         // context does not cover; joined, they would break the state and travel on to every
         // replica. Refuse it instead.
         try ReplicatedMap.validate(entries: delta.entries, context: delta.context)
-        var next = map
-        let changed = next.apply(brokenJoin ? ReplicatedMap.Delta(entries: delta.entries.filter { map.entries[$0.key] == nil },
-                                                                  context: delta.context) : delta, partialKeys: partialKeys)
-        return commit(next, changedKeys: changed, observing: delta.entries, reason: reason, recording: &change)
+        let planned = map.plannedApply(brokenJoin ? ReplicatedMap.Delta(entries: delta.entries.filter { map.entries[$0.key] == nil },
+                                                                        context: delta.context) : delta, partialKeys: partialKeys)
+        var nextClock = clock
+        for siblings in delta.entries.values { for sibling in siblings { nextClock.observe(sibling.timestamp) } }
+        if planned.changedKeys.isEmpty && planned.context == map.context && nextClock == clock { return nil }
+        let outcome = ReplicatedKeyValueStore.outcome(changedKeys: planned.changedKeys, before: { map.siblings(forKey: $0) },
+                                                      after: { planned.entries[$0] ?? [] }, policies: policies, reason: reason)
+        return (StorageChange(entries: planned.entries, context: planned.context, clock: nextClock.latest), nextClock, outcome)
     }
 
     /// Joins a whole state, or the page of one that answers for `keys` (dropping what it

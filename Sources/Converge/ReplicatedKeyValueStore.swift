@@ -209,19 +209,30 @@ public final class ReplicatedKeyValueStore: Sendable {
     public func setValues(_ changes: [(key: String, value: Value?)]) throws(ConvergeError) {
         defer { notifyLocalWrite(keys: changes.map { Self.canonicalSpelling(of: $0.key) }) }
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
-            var map = state.map
+            // Planned on the batch's writes and usage, not on a copy of the map (which would
+            // cost the size of the store): the map changes in place when the change is
+            // installed. Each write sees the ones before it, as ``ReplicatedMap/write(_:forKey:replica:timestamp:)``
+            // in turn would: its quota check, whether a removal is a no-op, its counter.
+            var usage = state.map.usage
+            var counter = state.map.context[state.writerID]
             var clock = state.clock
             var written: [String: [Sibling]] = [:]
             for (spelled, value) in changes {
                 let key = Self.canonicalSpelling(of: spelled)
-                try quota.check(writing: value, forKey: key, in: map)
+                let current = written[key] ?? state.map.siblings(forKey: key)
+                try quota.check(writing: value, forKey: key, usage: usage, siblings: current)
                 let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
-                guard let sibling = map.plannedWrite(value, forKey: key, replica: state.writerID, timestamp: timestamp) else { continue }
-                map.commitWrite(sibling, forKey: key)
+                if value == nil && current.allSatisfy(\.isTombstone) { continue }
+                counter += 1
+                let sibling = Sibling(dot: Dot(replica: state.writerID, counter: counter), timestamp: timestamp, value: value)
+                usage.remove(current)
+                usage.add([sibling])
                 written[key] = [sibling]
             }
             guard !written.isEmpty else { return WritePlan(result: ()) }
-            return WritePlan(update: .change(StorageChange(entries: written, context: map.context, clock: clock.latest,
+            var context = state.map.context
+            context.raise(state.writerID, to: counter)
+            return WritePlan(update: .change(StorageChange(entries: written, context: context, clock: clock.latest,
                                                            metadata: state.sessionRecord(issuing: state.map.context[state.writerID] + 1))),
                              result: ())
         }
@@ -330,10 +341,10 @@ public final class ReplicatedKeyValueStore: Sendable {
     public func merge(_ delta: ReplicatedMap.Delta, reason: ChangeReason = .serverChange) throws(ConvergeError) -> [String] {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<[String]> in
             try checkReceivable(delta, in: state)
-            var next = state
-            var change: StorageChange?
-            let outcome = try next.merge(delta, reason: reason, recording: &change)
-            return WritePlan(update: change.map { .change($0) }, events: outcome.events, result: outcome.visibleChanges)
+            // Planned without a copy of the state: the map changes in place when the change
+            // is installed, so a merge costs what it changes, not the size of the store.
+            guard let planned = try state.plannedMerge(delta, reason: reason) else { return WritePlan(result: []) }
+            return WritePlan(update: .change(planned.change), events: planned.outcome.events, result: planned.outcome.visibleChanges)
         }
     }
 
@@ -388,11 +399,19 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// The external change and conflicts a change produced, given each key's siblings before.
     static func outcome(changedKeys: [String], before: (String) -> [Sibling], after: ReplicatedMap, policies: MergePolicies,
                         reason: ChangeReason, reportingConflicts: Bool = true) -> MergeOutcome {
+        outcome(changedKeys: changedKeys, before: before, after: { after.siblings(forKey: $0) }, policies: policies,
+                reason: reason, reportingConflicts: reportingConflicts)
+    }
+
+    /// The external change and conflicts a change produced, given each key's siblings before
+    /// and after.
+    static func outcome(changedKeys: [String], before: (String) -> [Sibling], after: (String) -> [Sibling], policies: MergePolicies,
+                        reason: ChangeReason, reportingConflicts: Bool = true) -> MergeOutcome {
         var outcome = MergeOutcome()
         var conflicts: [StoreEvent] = []
         for key in changedKeys {
             let policy = policies.policy(forKey: key)
-            let siblings = after.siblings(forKey: key)
+            let siblings = after(key)
             if ReplicatedMap.visibleValuesDiffer(before(key), siblings, policy: policy) { outcome.visibleChanges.append(key) }
             if reportingConflicts && siblings.count > 1 {
                 let winner = ReplicatedMap.visibleValue(of: siblings, policy: policy)

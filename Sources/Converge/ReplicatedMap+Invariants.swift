@@ -14,7 +14,8 @@ extension ReplicatedMap {
     ///
     /// The invariants: no key is empty; every key has at least one sibling; siblings are in
     /// strictly increasing dot order; the context covers every sibling's dot; the context
-    /// holds its own invariants; ``usage`` is what the live siblings add up to.
+    /// holds its own invariants; ``usage`` is what the live siblings add up to; the dot index
+    /// has at least one entry per sibling.
     ///
     /// - Parameter clock: If given, every sibling's timestamp must be at or before it (the
     ///   owner's hybrid logical clock has observed every write it holds). Checked in the
@@ -31,6 +32,11 @@ extension ReplicatedMap {
             }
         }
         if live != usage { return "usage \(usage) does not match the entries (\(live))" }
+        // The dot index's completeness costs a set to check (``_dotIndexViolation()``); its
+        // size is checked here, because ``delta(for:)`` depends on the count to stay small.
+        let siblingCount = entries.values.reduce(0) { $0 + $1.count }
+        if siblingCount != _siblingCount { return "the sibling count \(_siblingCount) does not match the entries (\(siblingCount))" }
+        if _dotIndex.count < siblingCount { return "the dot index holds \(_dotIndex.count) entries for \(siblingCount) siblings" }
         return usage._invariantViolation().map { "usage: \($0)" }
     }
 

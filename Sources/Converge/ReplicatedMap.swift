@@ -19,15 +19,34 @@ public struct ReplicatedMap: Hashable, Sendable {
     // purpose to show `_checkInvariants()` catches it) can reach them.
 
     /// The siblings of every key that has at least one, each array in dot order.
-    public internal(set) var entries: [String: [Sibling]]
+    ///
+    /// Setting it (tests break a state on purpose this way) rebuilds the dot index; the
+    /// map's own operations change `_entries` and index what they add.
+    public internal(set) var entries: [String: [Sibling]] {
+        get { _entries }
+        set {
+            _entries = newValue
+            _siblingCount = newValue.values.reduce(0) { $0 + $1.count }
+            _dotIndex = _DotIndex(newValue)
+        }
+    }
     /// Every write incorporated in this state.
     public internal(set) var context: VersionVector
     /// What the live (non-tombstone) siblings count against a quota.
     public internal(set) var usage: QuotaUsage
 
+    var _entries: [String: [Sibling]]
+    /// How many siblings `_entries` holds, to know when the index holds too many stale entries.
+    var _siblingCount: Int
+    /// Every write's key by replica and counter, for ``delta(for:)``; derived from `_entries`
+    /// and not part of the map's value (``==`` and hashing ignore it).
+    var _dotIndex: _DotIndex
+
     /// The empty state.
     public init() {
-        entries = [:]
+        _entries = [:]
+        _siblingCount = 0
+        _dotIndex = _DotIndex()
         context = VersionVector()
         usage = QuotaUsage()
     }
@@ -38,10 +57,25 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///   order, or a sibling's dot is not covered by `context`.
     public init(entries: [String: [Sibling]], context: VersionVector) throws(ConvergeError) {
         try Self.validate(entries: entries, context: context)
-        self.entries = entries
+        _entries = entries
+        _siblingCount = 0
+        _dotIndex = _DotIndex(entries)
         self.context = context
         usage = QuotaUsage()
-        for siblings in entries.values { usage.add(siblings) }
+        for siblings in entries.values {
+            usage.add(siblings)
+            _siblingCount += siblings.count
+        }
+    }
+
+    public static func == (lhs: ReplicatedMap, rhs: ReplicatedMap) -> Bool {
+        lhs._entries == rhs._entries && lhs.context == rhs.context && lhs.usage == rhs.usage
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(_entries)
+        hasher.combine(context)
+        hasher.combine(usage)
     }
 
     /// Checks that `entries` could be the entries of a state with `context` (or of a delta
@@ -203,10 +237,15 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///
     /// - Returns: Every key with a sibling not covered by `peerContext`, with all its
     ///   siblings, and this state's whole context.
-    /// - Complexity: O(*n*) in the number of siblings.
+    /// - Complexity: O(*r* log *n* + *w*), where *r* is the number of replicas with writes
+    ///   in this state, *n* the number of siblings and *w* the number of writes not covered
+    ///   by `peerContext` (superseded ones included, up to about *n*).
     public func delta(for peerContext: VersionVector) -> Delta {
         var changed: [String: [Sibling]] = [:]
-        for (key, siblings) in entries where siblings.contains(where: { !peerContext.contains($0.dot) }) {
+        // The index may name writes that are gone (see `_DotIndex`): a key is taken only if
+        // it still holds the write, which is exactly when the scan's test would take it.
+        _dotIndex.forEachWrite(notCoveredBy: peerContext) { dot, key in
+            guard changed[key] == nil, let siblings = _entries[key], siblings.contains(where: { $0.dot == dot }) else { return }
             changed[key] = siblings
         }
         return Delta(entries: changed, context: context)
@@ -236,6 +275,26 @@ public struct ReplicatedMap: Hashable, Sendable {
         return changed.sortedByUTF8()
     }
 
+    /// What ``apply(_:partialKeys:)`` would change, without changing this state (so without
+    /// copying it): the new sibling lists of the keys it changes (empty for a key it
+    /// removes), those keys in UTF-8 byte order, and the context after. A store plans a
+    /// merge with it, commits the change, then puts it in place with
+    /// ``replaceEntries(_:context:)``.
+    ///
+    /// - Complexity: O(*k* · *s*) in the keys and siblings of the delta.
+    func plannedApply(_ delta: Delta, partialKeys: Set<String> = []) -> (entries: [String: [Sibling]], changedKeys: [String], context: VersionVector) {
+        var changed: [String: [Sibling]] = [:]
+        for (key, theirs) in delta.entries {
+            // The same join as `mergeSiblings`, against this state's context, which `apply`
+            // raises only after its last key.
+            let merge = Self.merge(_entries[key] ?? [], context, theirs, partialKeys.contains(key) ? VersionVector() : delta.context)
+            if merge.changed { changed[key] = merge.siblings }
+        }
+        var next = context
+        next.formUnion(delta.context)
+        return (changed, changed.keys.sortedByUTF8(), next)
+    }
+
     /// Joins one key of a delta without taking the delta's context yet; the caller must
     /// call ``formContextUnion(_:)`` with the same context after its last key. Used by a
     /// hub that checks the quota key by key. In between, the state may hold siblings its
@@ -258,13 +317,14 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// Usage is updated by what the merge dropped and added, so a key with many siblings
     /// costs one pass (this is what keeps 1,540 concurrent writers fast).
     private mutating func mergeSiblings(forKey key: String, theirs: [Sibling], theirContext: VersionVector) -> Bool {
-        let ours = entries[key] ?? []
+        let ours = _entries[key] ?? []
         let merge = Self.merge(ours, context, theirs, theirContext)
         guard merge.changed else { return false }
         let wasLive = ours.contains { !$0.isTombstone }, isLive = merge.siblings.contains { !$0.isTombstone }
         usage.valueBytes += merge.addedBytes - merge.removedBytes
         usage.keyCount += (isLive ? 1 : 0) - (wasLive ? 1 : 0)
-        entries[key] = merge.siblings.isEmpty ? nil : merge.siblings
+        _entries[key] = merge.siblings.isEmpty ? nil : merge.siblings
+        reindex(forKey: key, old: ours, new: merge.siblings)
         return true
     }
 
@@ -318,7 +378,8 @@ public struct ReplicatedMap: Hashable, Sendable {
     private mutating func replaceSiblings(forKey key: String, old: [Sibling], new: [Sibling]) {
         usage.remove(old)
         usage.add(new)
-        entries[key] = new.isEmpty ? nil : new
+        _entries[key] = new.isEmpty ? nil : new
+        reindex(forKey: key, old: old, new: new)
     }
 
     // MARK: Tombstone collection
@@ -336,8 +397,9 @@ public struct ReplicatedMap: Hashable, Sendable {
         let collectable = collectableKeys(stableFrontier: stableFrontier)
         var dropped = 0
         for key in collectable {
-            dropped += entries[key]?.count ?? 0
-            entries[key] = nil
+            guard let siblings = _entries.removeValue(forKey: key) else { continue }
+            dropped += siblings.count
+            reindex(forKey: key, old: siblings, new: [])
         }
         _checkInvariants()
         return dropped

@@ -1,0 +1,144 @@
+extension ReplicatedMap {
+    /// Where each write a map holds lives: for every replica, the counters of its writes with
+    /// the key each is a sibling of, so that ``ReplicatedMap/delta(for:)`` walks only the writes
+    /// a peer lacks instead of every key.
+    ///
+    /// The index is *complete*, not exact: every sibling of the map has an entry, but an entry
+    /// may outlive its sibling (one that a merge or a later write superseded, a collected
+    /// tombstone). Removing entries would cost a search per superseded write; instead a reader
+    /// checks each entry against the map, and the map rebuilds the index when stale entries
+    /// outnumber live ones, which keeps it at most about twice the number of siblings. Being
+    /// complete is the only property correctness rests on, and it is easy to keep: whatever
+    /// adds a sibling adds its entry.
+    ///
+    /// The order of entries never reaches an output: a delta is a dictionary, and its encoding
+    /// sorts the keys.
+    struct _DotIndex: Sendable {
+        /// One write: the counter of its dot and its key.
+        struct Write: Sendable {
+            var counter: UInt64
+            var key: String
+        }
+
+        /// One replica's writes: a prefix sorted by counter, then writes that arrived out of
+        /// order (a merge of another replica's state walks keys, not counters), merged into
+        /// the prefix when the tail grows past a quarter of it.
+        struct Run: Sendable {
+            var writes: [Write] = []
+            var sortedCount = 0
+
+            mutating func append(_ write: Write) {
+                let inOrder = sortedCount == writes.count && (writes.last.map { $0.counter <= write.counter } ?? true)
+                writes.append(write)
+                if inOrder {
+                    sortedCount += 1
+                } else if writes.count - sortedCount > Swift.max(16, sortedCount / 4) {
+                    sort()
+                }
+            }
+
+            mutating func sort() {
+                writes.sort { $0.counter < $1.counter }
+                sortedCount = writes.count
+            }
+
+            /// Calls `body` with every write whose counter is above `counter`.
+            func forEach(above counter: UInt64, _ body: (Write) -> Void) {
+                var low = 0
+                var high = sortedCount
+                while low < high {
+                    let middle = (low + high) / 2
+                    if writes[middle].counter <= counter { low = middle + 1 } else { high = middle }
+                }
+                for index in low..<writes.count where index < sortedCount || writes[index].counter > counter {
+                    body(writes[index])
+                }
+            }
+        }
+
+        private(set) var runs: [ReplicaID: Run] = [:]
+        /// How many entries the runs hold, stale ones included.
+        private(set) var count = 0
+
+        /// An index of every sibling of `entries`.
+        init(_ entries: [String: [Sibling]] = [:]) {
+            for (key, siblings) in entries {
+                for sibling in siblings {
+                    runs[sibling.dot.replica, default: Run()].writes.append(Write(counter: sibling.dot.counter, key: key))
+                    count += 1
+                }
+            }
+            for replica in runs.keys { runs[replica]!.sort() }
+        }
+
+        mutating func insert(_ dot: Dot, forKey key: String) {
+            runs[dot.replica, default: Run()].append(Write(counter: dot.counter, key: key))
+            count += 1
+        }
+
+        /// Indexes the siblings of `new` whose dots `old` (the key's previous siblings) lacks;
+        /// both lists are in dot order.
+        mutating func insert(_ new: [Sibling], replacing old: [Sibling], forKey key: String) {
+            var i = 0
+            for sibling in new {
+                while i < old.count && old[i].dot < sibling.dot { i += 1 }
+                if i < old.count && old[i].dot == sibling.dot { continue }
+                insert(sibling.dot, forKey: key)
+            }
+        }
+
+        /// Calls `body` with every indexed write not covered by `context`, with its dot.
+        func forEachWrite(notCoveredBy context: VersionVector, _ body: (Dot, String) -> Void) {
+            for (replica, run) in runs {
+                run.forEach(above: context[replica]) { body(Dot(replica: replica, counter: $0.counter), $0.key) }
+            }
+        }
+    }
+
+    /// Indexes what replacing `old` with `new` under `key` adds, and rebuilds the index when
+    /// its stale entries outnumber the siblings (so it stays within about twice their number,
+    /// and each rebuild is paid for by as many writes as it drops).
+    mutating func reindex(forKey key: String, old: [Sibling], new: [Sibling]) {
+        _siblingCount += new.count - old.count
+        _dotIndex.insert(new, replacing: old, forKey: key)
+        if _dotIndex.count > 2 * _siblingCount + 64 { _dotIndex = _DotIndex(_entries) }
+    }
+
+    /// The index's own invariants, too costly to check after every mutation: every sibling
+    /// has an entry, each run's sorted prefix is sorted, stale entries are bounded. Checked by
+    /// the tests that compare ``delta(for:)`` with a full scan.
+    ///
+    /// - Complexity: O(*n* log *n*) in the number of siblings.
+    func _dotIndexViolation() -> String? {
+        struct Entry: Hashable { var dot: Dot; var key: String }
+        var indexed: Set<Entry> = []
+        for (replica, run) in _dotIndex.runs {
+            for write in run.writes { indexed.insert(Entry(dot: Dot(replica: replica, counter: write.counter), key: write.key)) }
+            for index in 1..<Swift.max(1, run.sortedCount) where run.writes[index - 1].counter > run.writes[index].counter {
+                return "a run of the dot index is out of order in its sorted prefix"
+            }
+        }
+        var siblingCount = 0
+        for key in _entries.keys.sortedByUTF8() {
+            let siblings = _entries[key]!
+            siblingCount += siblings.count
+            for sibling in siblings where !indexed.contains(Entry(dot: sibling.dot, key: key)) {
+                return "sibling \(sibling.dot) of \"\(key)\" is missing from the dot index"
+            }
+        }
+        if siblingCount != _siblingCount { return "the sibling count \(_siblingCount) does not match the entries (\(siblingCount))" }
+        if _dotIndex.count > 2 * _siblingCount + 64 { return "the dot index holds \(_dotIndex.count) entries for \(_siblingCount) siblings" }
+        if indexed.count > _dotIndex.count { return "the dot index counts \(_dotIndex.count) entries but holds \(indexed.count)" }
+        return nil
+    }
+
+    /// ``delta(for:)`` by scanning every key: the definition the index must reproduce, kept
+    /// for the tests that compare the two.
+    func _deltaByScanning(for peerContext: VersionVector) -> Delta {
+        var changed: [String: [Sibling]] = [:]
+        for (key, siblings) in _entries where siblings.contains(where: { !peerContext.contains($0.dot) }) {
+            changed[key] = siblings
+        }
+        return Delta(entries: changed, context: context)
+    }
+}

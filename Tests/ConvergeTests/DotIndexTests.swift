@@ -1,0 +1,130 @@
+@testable import Converge
+import ConvergeSimulation
+import ConvergeTestSupport
+import Testing
+
+/// `delta(for:)` walks an index of writes by replica and counter; these compare it with the
+/// scan of every key it replaced, on random histories and on larger maps that churn (many
+/// overwrites, so the index rebuilds itself; joins of whole states, whose writes arrive out
+/// of counter order; collection; decoding; contexts of every age).
+@Suite("Replicated map: a delta through the dot index equals a scan of every key")
+struct DotIndexTests {
+    /// The difference between the delta through the index and the scan for `peer`, if any.
+    static func mismatch(_ map: ReplicatedMap, _ peer: VersionVector) -> String? {
+        if let violation = map._dotIndexViolation() { return violation }
+        let indexed = map.delta(for: peer), scanned = map._deltaByScanning(for: peer)
+        guard indexed != scanned else { return nil }
+        let keys = Set(indexed.entries.keys).symmetricDifference(scanned.entries.keys).sortedByUTF8()
+        return "delta for \(peer) differs from the scan (keys \(keys); \(indexed.entries.count) against \(scanned.entries.count))"
+    }
+
+    @Test func deltaEqualsTheScanOnRandomHistories() {
+        expectHolds(checkProperty("deltaEqualsTheScanOnRandomHistories", cases: 1_000,
+                                  generate: { History.generate(using: &$0, maximumOperations: 60, collection: true) },
+                                  shrink: { $0.shrunk() }) { history in
+            let run = HistoryRun(history)
+            for map in run.replicas {
+                for past in run.pastContexts {
+                    for peer in past + [VersionVector()] {
+                        if let mismatch = Self.mismatch(map, peer) { return mismatch }
+                    }
+                }
+            }
+            return nil
+        })
+    }
+
+    @Test(arguments: 0..<40)
+    func deltaEqualsTheScanThroughChurn(seed: UInt64) {
+        var random = Xoshiro256StarStar(seed: seed)
+        let replicas: [ReplicaID] = ["a", "b", "c"]
+        var maps = Array(repeating: ReplicatedMap(), count: replicas.count)
+        var past: [VersionVector] = [VersionVector()]
+        var time: UInt64 = 1_000
+        let keyCount = random.next(in: 5...300)
+        for step in 0..<600 {
+            let r = random.next(below: maps.count)
+            let other = (r + 1 + random.next(below: maps.count - 1)) % maps.count
+            time += 1
+            let timestamp = HybridTimestamp(wallMilliseconds: time, logical: 0)
+            switch random.next(below: 100) {
+            case 0..<50:
+                maps[r].write(.integer(Int64(step)), forKey: "k\(random.next(below: keyCount))", replica: replicas[r], timestamp: timestamp)
+            case 50..<65:
+                maps[r].write(nil, forKey: "k\(random.next(below: keyCount))", replica: replicas[r], timestamp: timestamp)
+            case 65..<75:
+                let joined = maps[other]
+                maps[r].join(joined)
+            case 75..<88:
+                let delta = maps[other].delta(for: random.element(of: past))
+                maps[r].apply(delta)
+            case 88..<93:
+                let frontier = maps.dropFirst().reduce(maps[0].context) { $0.intersection($1.context) }
+                for index in maps.indices { maps[index].collectTombstones(stableFrontier: frontier) }
+            case 93..<97:
+                maps[r] = try! ReplicatedMap(encoded: maps[r].encoded())
+            default:
+                var entries = maps[r].entries
+                entries["k\(random.next(below: keyCount))"] = nil
+                maps[r].entries = entries
+                maps[r].usage = QuotaUsage()
+                for siblings in entries.values { maps[r].usage.add(siblings) }
+            }
+            past.append(maps[r].context)
+            if step % 7 == 0 || step == 599 {
+                let lowered = VersionVector(Dictionary(uniqueKeysWithValues: replicas.map {
+                    ($0, UInt64(random.next(below: Int(maps[r].context[$0]) + 1)))
+                }))
+                for peer in [VersionVector(), maps[other].context, random.element(of: past), lowered] {
+                    if let mismatch = Self.mismatch(maps[r], peer) {
+                        Issue.record("seed \(seed), step \(step), replica \(replicas[r]): \(mismatch)")
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func aDeltaOfOneWriteInALargeMapHoldsOnlyItsKey() {
+        var map = ReplicatedMap()
+        for index in 0..<1_000 {
+            map.write(.integer(Int64(index)), forKey: "key-\(index)", replica: "w", timestamp: HybridTimestamp(wallMilliseconds: 1, logical: UInt32(index)))
+        }
+        let peer = map.context
+        map.write(.string("changed"), forKey: "key-7", replica: "w", timestamp: HybridTimestamp(wallMilliseconds: 2, logical: 0))
+        #expect(map.delta(for: peer).entries == ["key-7": map.siblings(forKey: "key-7")])
+        #expect(map._dotIndexViolation() == nil)
+    }
+}
+
+/// A store plans a merge with `plannedApply` (no copy of its map) and installs it with
+/// `replaceEntries`; the two steps must leave what `apply` leaves.
+@Suite("Replicated map: a planned apply, installed, equals apply")
+struct PlannedApplyTests {
+    @Test func plannedApplyThenReplaceEqualsApply() {
+        expectHolds(checkProperty("plannedApplyThenReplaceEqualsApply", cases: 1_000,
+                                  generate: { History.generate(using: &$0, maximumOperations: 60, collection: true) },
+                                  shrink: { $0.shrunk() }) { history in
+            let run = HistoryRun(history)
+            for (a, sender) in run.replicas.enumerated() {
+                for (b, receiver) in run.replicas.enumerated() where a != b {
+                    for peer in run.pastContexts[b] {
+                        let delta = sender.delta(for: peer)
+                        for partialKeys in [Set<String>(), Set(delta.entries.keys.sortedByUTF8().prefix(1))] {
+                            var applied = receiver
+                            let changed = applied.apply(delta, partialKeys: partialKeys)
+                            var installed = receiver
+                            let planned = installed.plannedApply(delta, partialKeys: partialKeys)
+                            installed.replaceEntries(planned.entries, context: planned.context)
+                            if installed != applied || planned.changedKeys != changed {
+                                return "r\(b) + delta(r\(a), \(peer)), partial \(partialKeys.sortedByUTF8()): planned \(planned.changedKeys) gave \(MapProperties.describe(installed)), apply \(changed) gave \(MapProperties.describe(applied))"
+                            }
+                            if let violation = installed._dotIndexViolation() { return violation }
+                        }
+                    }
+                }
+            }
+            return nil
+        })
+    }
+}
