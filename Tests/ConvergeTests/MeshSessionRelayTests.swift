@@ -1,0 +1,135 @@
+@_spi(Testing) import Converge
+import Testing
+
+/// Issue 11 in the mesh, where no hub sees every write: a device that heard a restored or
+/// copied store's original only through a third device, or that took one copy's writes
+/// before the copy found out, must not lose the other copy's. Session records travel with
+/// the writes, a store withdraws the counters it re-stamps, and gossip names the report it
+/// was computed for.
+@Suite("Mesh devices relay write sessions and withdrawn counters")
+struct MeshSessionRelayTests {
+    let clock = ManualClock()
+
+    /// Gossips from `from` to `to` and back, as two mesh devices do.
+    @discardableResult
+    func gossip(_ from: ReplicatedKeyValueStore, _ to: ReplicatedKeyValueStore) throws -> SyncReceipt {
+        let receipt = try to.receive(try from.gossip(to: to.replicaID))
+        if let answer = receipt.answer { try from.receive(answer.message) }
+        return receipt
+    }
+
+    /// Two copies of the laptop's store write as many writes each; the phone first hears
+    /// only the first copy and the tablet only the second, so each takes one copy's writes
+    /// under the same dots. Then every pair gossips (the copies, under one replica ID, never
+    /// with each other). The phone and the tablet refuse each other while their records of
+    /// the laptop's sessions disagree; the second copy learns from the phone's record that its
+    /// counters were reused, re-stamps its writes and withdraws the old counters, and the
+    /// tablet drops the writes it took under them and fetches the first copy's. Without the
+    /// session checks (the mesh comparing counters only), the tablet never gets the first
+    /// copy's writes.
+    @Test(arguments: [false, true])
+    func devicesThatEachTookOneCopysWritesLoseNothing(ignoresSessions: Bool) throws {
+        let storage = InMemoryStorage()
+        let first = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storage, clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        try first.setValue("1", forKey: "shared")
+        let second = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(try storage.load()), clock: clock)
+        for store in [first, second, phone, tablet] { store._meshIgnoresWriterSessions = ignoresSessions }
+        try first.setValue("1", forKey: "first-1")
+        try first.setValue("2", forKey: "first-2")
+        try second.setValue("1", forKey: "second-1")
+        try second.setValue("2", forKey: "second-2")
+        try gossip(first, phone)
+        try gossip(second, tablet)
+        let refused = try gossip(phone, tablet)
+        for _ in 0..<4 {
+            for (a, b) in [(phone, tablet), (second, phone), (tablet, second), (first, tablet), (phone, first)] { try gossip(a, b) }
+        }
+        let expected: Set<String> = ["shared", "first-1", "first-2", "second-1", "second-2"]
+        if ignoresSessions {
+            #expect(Set(tablet.values.keys) != expected || Set(phone.values.keys) != expected,
+                    "devices that compare counters only should lose one copy's writes")
+        } else {
+            #expect(refused.ignored == .reusedCounters, "the phone and the tablet hold different writes under the laptop's dots")
+            for store in [first, second, phone, tablet] {
+                #expect(Set(store.values.keys) == expected, "\(store.writerID): \(store.values.keys.sorted())")
+            }
+            #expect(second.writerID.base == "laptop" && !second.writerID.isBase && first.writerID == "laptop")
+        }
+    }
+
+    /// A device whose disk was replaced by an empty one (same replica ID) gets gossip
+    /// computed for what it reported before: the delta leaves out what it held then. It takes
+    /// nothing of it (``SyncIgnoredReason/staleReport``) and the next exchange brings
+    /// everything. The same gossip without its basis, applied, leaves the device without
+    /// the write for good: its context would claim it.
+    @Test func aDeviceWhoseDiskWentBackTakesNothingComputedForItsOldReport() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        var laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try phone.setValue("1", forKey: "before")
+        try gossip(laptop, phone)
+        try gossip(phone, laptop)
+        #expect(laptop.values["before"] == "1")
+        laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try phone.setValue("2", forKey: "after")
+        let message = try SyncMessage(encoded: try phone.gossip(to: "laptop"))
+        guard case .gossip(let computed) = message else { Issue.record("not gossip: \(message)"); return }
+        #expect(computed.basis?["phone"] == 1)
+
+        var withoutBasis = computed
+        withoutBasis.basis = nil
+        let unchecked = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try unchecked.receive(.gossip(withoutBasis))
+        #expect(unchecked.values["before"] == nil && unchecked.replicatedState.context["phone"] == 2,
+                "without the check the empty store's context claims the write it lacks")
+
+        let receipt = try laptop.receive(message)
+        #expect(receipt.ignored == .staleReport)
+        #expect(laptop.values.isEmpty)
+        try gossip(laptop, phone)
+        #expect(laptop.values == ["before": "1", "after": "2"])
+    }
+
+    /// What a device learned of a peer's sessions survives a restart: a reopened device
+    /// still refuses a copy whose sessions disagree with the original's it heard before.
+    @Test func aReopenedDeviceStillRefusesACopyItCouldTellApart() throws {
+        let laptopStorage = InMemoryStorage()
+        let phoneStorage = InMemoryStorage()
+        let first = try ReplicatedKeyValueStore(replicaID: "laptop", storage: laptopStorage, clock: clock)
+        var phone = try ReplicatedKeyValueStore(replicaID: "phone", storage: phoneStorage, clock: clock)
+        try first.setValue("1", forKey: "shared")
+        let second = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(try laptopStorage.load()), clock: clock)
+        try first.setValue("1", forKey: "first-1")
+        try second.setValue("1", forKey: "second-1")
+        try gossip(first, phone)
+        phone = try ReplicatedKeyValueStore(replicaID: "phone", storage: phoneStorage, clock: clock)
+        let receipt = try phone.receive(try second.gossip(to: "phone"))
+        #expect(receipt.ignored == .reusedCounters)
+        #expect(phone.values["second-1"] == nil && phone.values["first-1"] == "1")
+    }
+
+    /// The new gossip fields round-trip, and records out of order or empty lists are refused.
+    @Test func relayedAndWithdrawnRecordsOnTheWireAreCanonical() throws {
+        func record(_ writer: ReplicaID, _ first: UInt64, _ session: UInt64, through: UInt64) throws -> SessionRecord {
+            let runs = try #require(WriterSessions(runs: [.init(firstCounter: first, session: session)]))
+            return try #require(SessionRecord(writer: writer, runs: runs, through: through))
+        }
+        var gossip = SyncGossip(account: .default, sender: "phone", delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["a": 3, "b": 2])),
+                                wantsReply: true)
+        gossip.relayedSessions = [try record("a", 1, 7, through: 3), try record("b", 2, 8, through: 2)]
+        gossip.withdrawnSessions = [try record("a", 2, 9, through: 2), try record("a", 3, 10, through: 5)]
+        gossip.basis = VersionVector(["a": 1])
+        let bytes = try SyncMessage.gossip(gossip).encoded()
+        #expect(try SyncMessage(encoded: bytes) == .gossip(gossip))
+        let late = try #require(WriterSessions(runs: [.init(firstCounter: 4, session: 1)]))
+        #expect(SessionRecord(writer: "a", runs: late, through: 3) == nil, "runs that start after the record's counter do not reach it")
+
+        var unordered = gossip
+        unordered.relayedSessions.reverse()
+        #expect(throws: ConvergeError.self) { try SyncMessage(encoded: try SyncMessage.gossip(unordered).encoded()) }
+        var repeated = gossip
+        repeated.withdrawnSessions = [try record("a", 2, 9, through: 2), try record("a", 2, 10, through: 5)]
+        #expect(throws: ConvergeError.self) { try SyncMessage(encoded: try SyncMessage.gossip(repeated).encoded()) }
+    }
+}
