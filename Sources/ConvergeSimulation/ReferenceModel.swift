@@ -79,6 +79,12 @@ struct ReferenceModel {
         var value: Value?
     }
 
+    /// Whether a re-stamped copy stands in for its original (see
+    /// ``representedIndices(knowing:)``): in the mesh only, where devices take a restored
+    /// store's writes before it finds its counters reused. Elsewhere a hub or the store's own
+    /// files find the reuse before anyone takes them, and the original must stay.
+    var copiesStandIn = false
+
     /// The write each re-stamped copy copies, by the copy's index in ``writes``.
     private(set) var originalOfCopy: [Int: Int] = [:]
 
@@ -593,6 +599,7 @@ struct ReferenceModel {
     /// counters were withdrawn; one that never learns may keep it beside the copy.
     func representedIndices(knowing known: Knowledge) -> Set<Int> {
         var result: Set<Int> = []
+        guard copiesStandIn else { return result }
         for (copy, original) in originalOfCopy where known.contains(copy) { result.insert(original) }
         return result
     }

@@ -91,6 +91,8 @@ public final class Simulation {
         quota = options.quota
         hooks = VariantHooks(input.variant, ambientJitter: input.ambientJitter)
         hub = Self.makeHub(options: options, hooks: hooks, policy: input.customPolicy)
+        // Only mesh devices take a restored store's writes before it finds its counters reused.
+        model.copiesStandIn = options.topology == .mesh
         let decisions: any NetworkDecisions
         if let recorded = input.recordedFates {
             decisions = RecordedNetworkDecisions(fates: recorded, defaultDelayMs: options.minLatencyMs)

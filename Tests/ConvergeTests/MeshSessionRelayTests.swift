@@ -109,6 +109,37 @@ struct MeshSessionRelayTests {
         #expect(phone.values["second-1"] == nil && phone.values["first-1"] == "1")
     }
 
+    /// A restored store that wrote under more sessions than a relayed record carries (each
+    /// store object that opens is a session) withdraws its old counters in one record, which
+    /// travels whole: a peer relaying it back must not make it a second, shorter record of the
+    /// same withdrawal (which would make every gossip of the store out of order, and withdraw
+    /// from another counter).
+    @Test func aWithdrawalOfManySessionsTravelsWholeAndComesBackHarmless() throws {
+        let storage = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
+        try a.setValue("1", forKey: "base")
+        try gossip(a, b)
+        let backup = try #require(try storage.load())
+        for index in 0..<3 {
+            a.writeSession = 100 + UInt64(index)
+            try a.setValue("1", forKey: "late\(index)")
+        }
+        try gossip(a, b)
+        a = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        for index in 0..<6 {
+            a.writeSession = 200 + UInt64(index)
+            try a.setValue("1", forKey: "fresh\(index)")
+        }
+        for _ in 0..<4 { try gossip(a, b); try gossip(b, a) }
+        let message = try SyncMessage(encoded: try a.gossip(to: "B"))
+        guard case .gossip(let sent) = message else { Issue.record("not gossip: \(message)"); return }
+        #expect(sent.withdrawnSessions.count == 1 && (sent.withdrawnSessions.first?.runs.runs.count ?? 0) > SessionRecord.maximumRelayedRuns)
+        let everyKey = Set(["base", "late0", "late1", "late2"] + (0..<6).map { "fresh\($0)" })
+        #expect(Set(a.values.keys) == everyKey)
+        #expect(Set(b.values.keys) == everyKey)
+    }
+
     /// The new gossip fields round-trip, and records out of order or empty lists are refused.
     @Test func relayedAndWithdrawnRecordsOnTheWireAreCanonical() throws {
         func record(_ writer: ReplicaID, _ first: UInt64, _ session: UInt64, through: UInt64) throws -> SessionRecord {
@@ -129,7 +160,14 @@ struct MeshSessionRelayTests {
         unordered.relayedSessions.reverse()
         #expect(throws: ConvergeError.self) { try SyncMessage(encoded: try SyncMessage.gossip(unordered).encoded()) }
         var repeated = gossip
-        repeated.withdrawnSessions = [try record("a", 2, 9, through: 2), try record("a", 2, 10, through: 5)]
+        repeated.withdrawnSessions = [try record("a", 2, 9, through: 2), try record("a", 2, 9, through: 2)]
         #expect(throws: ConvergeError.self) { try SyncMessage(encoded: try SyncMessage.gossip(repeated).encoded()) }
+        // Two copies may withdraw from the same counter, each its own lineage.
+        var twoLineages = gossip
+        twoLineages.withdrawnSessions = [try record("a", 2, 9, through: 2), try record("a", 2, 10, through: 5)]
+        #expect(try SyncMessage(encoded: try SyncMessage.gossip(twoLineages).encoded()) == .gossip(twoLineages))
+        var ownRecord = gossip
+        ownRecord.relayedSessions = [try record("phone", 1, 7, through: 1)]
+        #expect(throws: ConvergeError.self) { try SyncMessage(encoded: try SyncMessage.gossip(ownRecord).encoded()) }
     }
 }

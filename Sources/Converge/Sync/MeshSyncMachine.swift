@@ -72,7 +72,9 @@ public struct MeshSyncMachine: Hashable, Sendable {
             gossip.relayedSessions = writerRecords.keys.sorted().compactMap { id in
                 id == writer ?? device ? nil : writerRecords[id]?.relayed
             }
-            gossip.withdrawnSessions = withdrawnRecords.map(\.relayed)
+            // Whole: a shortened record would withdraw from another counter, and come back
+            // as a second record of the same withdrawal.
+            gossip.withdrawnSessions = withdrawnRecords
         }
         return gossip
     }
@@ -117,6 +119,9 @@ public struct MeshSyncMachine: Hashable, Sendable {
     ///   - message: The message from a peer.
     ///   - writer: The device's current writer ID, or `nil` not to check the gossip's
     ///     recipient.
+    ///   - context: What the device holds, or `nil` not to check the gossip's
+    ///     ``SyncGossip/basis`` (nor whether it holds more of a withdrawn writer ID than was
+    ///     withdrawn).
     /// - Returns: The actions, in order.
     /// - Complexity: O(*r*) in the replicas of the gossip's context, plus O(*s*²) in the
     ///   sessions' runs (at most ``WriterSessions/maximumRuns``).
@@ -132,7 +137,7 @@ public struct MeshSyncMachine: Hashable, Sendable {
         var actions: [SyncAction] = []
         if betweenTwo && !_ignoresWriterSessions {
             for withdrawn in gossip.withdrawnSessions where withdrawn.writer != writer ?? device {
-                actions += take(withdrawn: withdrawn)
+                actions += take(withdrawn: withdrawn, holding: context)
             }
         }
         if betweenTwo && reusesCounters(gossip, as: writer) {
@@ -147,7 +152,6 @@ public struct MeshSyncMachine: Hashable, Sendable {
             // writes refuse each other's gossip, and answering answers would never end.
             return actions + (gossip.wantsReply ? [.ignore(.reusedCounters), .answer(peer: gossip.sender)] : [.ignore(.reusedCounters)])
         }
-        if betweenTwo { recordSessions(of: gossip, as: writer) }
         if let recipient = gossip.recipient, let writer, recipient != writer {
             peerContexts[gossip.sender] = gossip.delta.context
             peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
@@ -169,7 +173,11 @@ public struct MeshSyncMachine: Hashable, Sendable {
             peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
             return actions + (gossip.wantsReply ? [.ignore(.staleReport), .answer(peer: gossip.sender)] : [.ignore(.staleReport)])
         }
-        if betweenTwo { recordRelayedSessions(of: gossip, as: writer) }
+        // Records only of gossip the device takes: it relays them as what it holds.
+        if betweenTwo {
+            recordSessions(of: gossip, as: writer)
+            recordRelayedSessions(of: gossip, as: writer)
+        }
         // The latest report, not the union of all: a peer's context shrinks for its own
         // writer ID when it starts a new incarnation (a restored store), and a delta computed
         // for more than it holds would miss what it lost. A stale report is always safe.
@@ -180,10 +188,13 @@ public struct MeshSyncMachine: Hashable, Sendable {
 
     /// Keeps a withdrawn record and, if this device holds writes of it, drops them: the
     /// action to carry out (none if it holds none, or knew the record already).
-    private mutating func take(withdrawn: SessionRecord) -> [SyncAction] {
+    private mutating func take(withdrawn: SessionRecord, holding context: VersionVector?) -> [SyncAction] {
         guard !withdrawnRecords.contains(withdrawn) else { return [] }
         withdraw(withdrawn)
-        guard let known = writerRecords[withdrawn.writer], known.holdsWithdrawn(withdrawn) else { return [] }
+        // The record shows the device took the withdrawn writes; writes of that writer ID
+        // beyond the withdrawn ones (from a shared folder, say) are the other copy's.
+        guard let known = writerRecords[withdrawn.writer], known.holdsWithdrawn(withdrawn),
+              (context?[withdrawn.writer] ?? known.through) <= withdrawn.through else { return [] }
         writerRecords[withdrawn.writer] = known.below(withdrawn.first)
         return [.withdraw(writer: withdrawn.writer, from: withdrawn.first)]
     }
@@ -196,15 +207,10 @@ public struct MeshSyncMachine: Hashable, Sendable {
     package mutating func withdraw(_ record: SessionRecord) {
         guard !withdrawnRecords.contains(record) else { return }
         withdrawnRecords.append(record)
-        withdrawnRecords.sort { $0.writer != $1.writer ? $0.writer < $1.writer : ($0.first, $0.through) < ($1.first, $1.through) }
-        // Records of one writer with one first counter keep the one reaching furthest.
-        withdrawnRecords = withdrawnRecords.enumerated().filter { index, record in
-            index + 1 == withdrawnRecords.count || withdrawnRecords[index + 1].writer != record.writer
-                || withdrawnRecords[index + 1].first != record.first
-        }.map(\.element)
+        withdrawnRecords.sort(by: SessionRecord.canonicallyPrecedes)
         let ofWriter = withdrawnRecords.filter { $0.writer == record.writer }
         if ofWriter.count > Self.maximumWithdrawnPerWriter {
-            let dropped = Set(ofWriter.prefix(ofWriter.count - Self.maximumWithdrawnPerWriter))
+            let dropped = ofWriter.prefix(ofWriter.count - Self.maximumWithdrawnPerWriter)
             withdrawnRecords.removeAll { dropped.contains($0) }
         }
     }

@@ -274,14 +274,14 @@ extension ReplicatedKeyValueStore {
                 if let tip = gossip.recipientTip, gossip.recipient == state.writerID {
                     if own.contradicts(tip, issued: issued) {
                         reusedFrom = min(reusedFrom ?? .max, tip.counter)
-                    } else if tip.counter <= issued, own.session(at: tip.counter) != nil {
+                    } else if tip.counter <= min(issued, gossip.delta.context[state.writerID]), own.session(at: tip.counter) != nil {
                         confirmed = tip.counter
                     }
                 }
                 if let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
                     if let first = own.firstDisagreement(with: record.runs, through: min(record.through, issued)) {
                         reusedFrom = min(reusedFrom ?? .max, first)
-                    } else if record.through <= issued, own.session(at: record.through) != nil {
+                    } else if record.through <= min(issued, gossip.delta.context[state.writerID]), own.session(at: record.through) != nil {
                         confirmed = max(confirmed ?? 0, record.through)
                     }
                 }

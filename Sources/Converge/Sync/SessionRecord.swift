@@ -49,8 +49,7 @@ public struct SessionRecord: Hashable, Sendable {
     /// holder that reaches beyond holds the other copy's writes), and agrees with it as far
     /// as both reach.
     func holdsWithdrawn(_ withdrawn: SessionRecord) -> Bool {
-        through >= withdrawn.first && through <= withdrawn.through && first <= through
-            && firstDisagreement(with: withdrawn) == nil
+        through >= withdrawn.first && through <= withdrawn.through && firstDisagreement(with: withdrawn) == nil
     }
 
     /// The record of the writes this one holds below `counter`, or `nil` for none.
@@ -67,6 +66,17 @@ public struct SessionRecord: Hashable, Sendable {
         kept[0].firstCounter = from
         guard let trimmed = WriterSessions(runs: kept) else { return nil }
         return SessionRecord(writer: writer, runs: trimmed, through: through)
+    }
+
+    /// The order of records in a gossip's withdrawn list: by writer ID, then first counter,
+    /// last counter, and the sessions of the runs (two copies may withdraw from one counter).
+    static func canonicallyPrecedes(_ lhs: SessionRecord, _ rhs: SessionRecord) -> Bool {
+        if lhs.writer != rhs.writer { return lhs.writer < rhs.writer }
+        if lhs.first != rhs.first { return lhs.first < rhs.first }
+        if lhs.through != rhs.through { return lhs.through < rhs.through }
+        return lhs.runs.runs.map { [$0.firstCounter, $0.session] }.lexicographicallyPrecedes(rhs.runs.runs.map { [$0.firstCounter, $0.session] }) {
+            $0.lexicographicallyPrecedes($1)
+        }
     }
 
     /// This record continued by `later`, of the same writer ID and reaching at least as

@@ -204,11 +204,12 @@ public enum SyncMessage: Hashable, Sendable {
     /// The current format version (2: a push carries its full-state acknowledgement, and
     /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C;
     /// 4: gossip may name the writer ID of its sessions, its recipient and the recipient's
-    /// tip, flags 4, 8 and 16, and the sessions of other writer IDs it relays, flag 32).
+    /// tip, flags 4, 8 and 16; the session records of other writer IDs it relays, flag 32;
+    /// withdrawn ones, flag 64; its basis, flag 128).
     /// Messages are written in this version.
     public static let formatVersion: UInt8 = 4
     /// The oldest format version still read (3): its messages read as version 4 ones
-    /// without the gossip flags 4, 8 and 16. A re-encoded version-3 message is written in
+    /// without the gossip flags 4 to 128. A re-encoded version-3 message is written in
     /// ``formatVersion``.
     public static let oldestReadableFormatVersion: UInt8 = 3
 
@@ -410,6 +411,9 @@ public enum SyncMessage: Hashable, Sendable {
             let relayed = flag & 32 != 0 ? try Self.readSessionRecords(&reader, limits: limits, byFirstCounter: false) : []
             let withdrawn = flag & 64 != 0 ? try Self.readSessionRecords(&reader, limits: limits, byFirstCounter: true) : []
             let basis = flag & 128 != 0 ? try VersionVector(from: &reader, limits: limits) : nil
+            if let own = relayed.first(where: { $0.writer == sessionsWriter ?? sender }) {
+                throw .malformed(.inconsistent, "gossip relays a record of its sender's own writer ID \(own.writer)", at: reader.offset)
+            }
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             var gossip = SyncGossip(account: account, sender: sender, delta: delta, wantsReply: flag & 1 != 0)
             gossip.writerSessions = sessions
@@ -518,8 +522,9 @@ public enum SyncMessage: Hashable, Sendable {
     }
 
     /// Reads gossip's relayed or withdrawn session records: a count (at least one), then
-    /// each record, by strictly increasing writer ID (withdrawn ones: by writer ID, then
-    /// strictly increasing first counter).
+    /// each record, by strictly increasing writer ID, each of at most
+    /// ``SessionRecord/maximumRelayedRuns`` runs (withdrawn ones: whole, strictly increasing
+    /// in ``SessionRecord/canonicallyPrecedes(_:_:)``).
     private static func readSessionRecords(_ reader: inout BinaryReader, limits: DecodingLimits,
                                            byFirstCounter: Bool) throws(ConvergeError) -> [SessionRecord] {
         let at = reader.offset
@@ -530,10 +535,11 @@ public enum SyncMessage: Hashable, Sendable {
             let recordAt = reader.offset
             let record = try SessionRecord(from: &reader)
             if let last = records.last {
-                let inOrder = byFirstCounter && last.writer == record.writer
-                    ? last.first < record.first
-                    : last.writer < record.writer
+                let inOrder = byFirstCounter ? SessionRecord.canonicallyPrecedes(last, record) : last.writer < record.writer
                 guard inOrder else { throw .malformed(.nonCanonical, "session records out of order or repeated", at: recordAt) }
+            }
+            guard byFirstCounter || record.runs.runs.count <= SessionRecord.maximumRelayedRuns else {
+                throw .malformed(.limitExceeded, "a relayed session record of more than \(SessionRecord.maximumRelayedRuns) runs", at: recordAt)
             }
             records.append(record)
         }
