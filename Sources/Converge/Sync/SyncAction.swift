@@ -46,7 +46,7 @@ public enum SyncIgnoredReason: Hashable, Sendable {
     /// Gossip whose sender's write sessions name another session, for a counter of its
     /// writer ID, than the sender's earlier gossip did: two copies of one store write under
     /// one ID (a restored or copied store), and the device would take one copy's writes
-    /// for the other's it holds. See ``MeshSyncMachine/receive(_:as:)``.
+    /// for the other's it holds. See ``MeshSyncMachine/receive(_:as:holding:)``.
     case reusedCounters
     /// Gossip computed for what another writer ID of this device reported (an earlier
     /// incarnation, or a twin under the same replica ID, see ``SyncGossip/recipient``): the
