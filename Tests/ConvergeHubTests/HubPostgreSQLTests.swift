@@ -125,6 +125,23 @@ struct HubPostgreSQLTests {
         #expect(hub.process.isRunning)
         #expect(hub.log.contains("status=503"), "the exchanges during the restarts were answered 503 (retry), not dropped")
         #expect(hub.stop() == 0)
+        try cluster.stop()
+    }
+
+    /// A pipe another test has open (to read a child's output to its end) while a cluster
+    /// (re)starts must not be inherited by the server: the reader would then wait for the
+    /// server to exit, that is for the whole test process. This hung CI's `swift test` for
+    /// an hour (stop 30): Foundation's pipes are not close-on-exec, and the cluster's tools
+    /// were spawned without closing them.
+    @Test func aPipeOpenWhileTheClusterRestartsIsNotHeldByTheServer() throws {
+        let cluster = try PostgreSQLCluster.makeOwn()
+        let pipe = Pipe()
+        try cluster.restart(immediate: true)
+        try pipe.fileHandleForWriting.close()
+        var ready = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        let ended = poll(&ready, 1, 5_000) == 1 && pipe.fileHandleForReading.readDataToEndOfFile().isEmpty
+        #expect(ended, "the restarted server holds the write end of a pipe the test process had open")
+        try cluster.stop()
     }
 
     @Test func hubsStartingTogetherMigrateOnceAndANewerSchemaIsRefusedUnchanged() throws {

@@ -101,6 +101,12 @@ final class PostgreSQLCluster: Sendable {
                                       "-o", "-k \(folder.path) -c listen_addresses='' -p \(port)", "restart"])
     }
 
+    /// Stops the server now (a cluster of a test's own, once the test is done with it);
+    /// the watchdog then finds nothing left to stop.
+    func stop() throws {
+        try runServerTool("pg_ctl", ["-D", dataFolder.path, "-m", "immediate", "-w", "stop"])
+    }
+
     // MARK: Processes
 
     private func runServerTool(_ tool: String, _ arguments: [String]) throws {
@@ -134,7 +140,8 @@ final class PostgreSQLCluster: Sendable {
     /// Runs a tool and waits for it to exit, with posix_spawn and waitpid rather than
     /// Foundation's `Process`, whose reaping of children did not happen here while the
     /// cooperative threads waited for the cluster. Its output goes to a file, not a pipe:
-    /// the server `pg_ctl start` leaves running would keep a pipe open.
+    /// the server `pg_ctl start` leaves running would keep a pipe open. It inherits no
+    /// other descriptor.
     private static func run(_ executable: String, _ arguments: [String]) throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("converge-pg-tool-\(UInt64.random(in: 0...UInt64.max)).log")
         defer { try? FileManager.default.removeItem(at: output) }
@@ -144,6 +151,10 @@ final class PostgreSQLCluster: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else the test process has open reaches the tool, nor the server it may
+        // leave running: Foundation's pipes are not close-on-exec, and a server holding a
+        // pipe's write end keeps its reader (another test) waiting until the process ends.
+        closeInheritedDescriptors(&actions)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -155,6 +166,22 @@ final class PostgreSQLCluster: Sendable {
         guard exitCode == 0 else {
             let printed = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             throw Failure(description: "\(executable) \(arguments.joined(separator: " ")) failed (\(exitCode)): \(printed)")
+        }
+    }
+
+    /// Adds to `actions` the closing of every descriptor above standard error:
+    /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34 and later, looked up at run
+    /// time because the Glibc module does not export it), or else each descriptor
+    /// /proc/self/fd lists now.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+            return
+        }
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for descriptor in open.compactMap(Int32.init).sorted() where descriptor > 2 {
+            posix_spawn_file_actions_addclose(&actions, descriptor)
         }
     }
 

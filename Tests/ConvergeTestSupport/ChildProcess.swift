@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs one of the package's built executables, for end-to-end tests.
 public enum ChildProcess {
@@ -35,12 +38,30 @@ public enum ChildProcess {
         productsFolder.appendingPathComponent(name)
     }
 
+    /// A child that was still running, or whose output was still open, at its deadline.
+    public struct TimedOut: Error, CustomStringConvertible {
+        public var command: String
+        public var seconds: Double
+        public var output: String
+        public var errors: String
+
+        public var description: String {
+            "\(command) did not finish within \(seconds) s (killed); it printed: \(output.suffix(2_000)) \(errors.suffix(2_000))"
+        }
+    }
+
     /// Runs `executable` with `arguments` in `folder` and waits for it.
+    ///
+    /// Standard output and standard error are read together (a child filling one pipe
+    /// while the test waits on the other would block both), until both are closed. A child
+    /// still running, or whose pipes something still holds, after `timeoutSeconds` is
+    /// killed and the run throws ``TimedOut``: a test fails with the command's name instead
+    /// of hanging the whole test run.
     ///
     /// - Parameter environment: Variables to set (or, with `nil`, to remove) in the
     ///   child's copy of this process's environment.
     public static func run(_ executable: URL, _ arguments: [String], in folder: URL,
-                           environment: [String: String?] = [:]) throws -> Outcome {
+                           environment: [String: String?] = [:], timeoutSeconds: Double = 600) throws -> Outcome {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -53,11 +74,35 @@ public enum ChildProcess {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let errors = err.fileHandleForReading.readDataToEndOfFile()
+        try process.run()   // closes this process's copies of the pipes' write ends
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        var streams = [(fd: out.fileHandleForReading.fileDescriptor, bytes: [UInt8]()),
+                       (fd: err.fileHandleForReading.fileDescriptor, bytes: [UInt8]())]
+        var open = [true, true]
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while open.contains(true) {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else {
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                process.waitUntilExit()
+                throw TimedOut(command: ([executable.lastPathComponent] + arguments).joined(separator: " "), seconds: timeoutSeconds,
+                               output: String(decoding: streams[0].bytes, as: UTF8.self),
+                               errors: String(decoding: streams[1].bytes, as: UTF8.self))
+            }
+            var descriptors = streams.indices.map { pollfd(fd: open[$0] ? streams[$0].fd : -1, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(min(remaining, 1) * 1_000))
+            if ready < 0 && errno != EINTR { break }
+            for index in streams.indices where open[index] && descriptors[index].revents != 0 {
+                let count = read(streams[index].fd, &buffer, buffer.count)
+                if count > 0 {
+                    streams[index].bytes.append(contentsOf: buffer[0..<count])
+                } else if count == 0 || (errno != EINTR && errno != EAGAIN) {
+                    open[index] = false
+                }
+            }
+        }
         process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                       errors: String(decoding: errors, as: UTF8.self))
+        return Outcome(status: process.terminationStatus, output: String(decoding: streams[0].bytes, as: UTF8.self),
+                       errors: String(decoding: streams[1].bytes, as: UTF8.self))
     }
 }
