@@ -148,10 +148,17 @@ public struct WriterSessions: Hashable, Sendable {
         return kept
     }
 
-    /// `earlier`, a record of counters up to where these runs start, continued by these
-    /// runs (which win where both reach), at most ``maximumRuns``, the latest kept.
-    func continuing(_ earlier: WriterSessions) -> WriterSessions {
+    /// `earlier`, a record of counters up to `earlierThrough`, continued by these runs
+    /// (which win where both reach), at most ``maximumRuns``, the latest kept.
+    ///
+    /// If these runs start past `earlierThrough + 1`, neither record says which sessions
+    /// issued the counters between (a writer drops the runs below what some peer
+    /// acknowledged, and another peer may have heard of it only before that): the result is
+    /// these runs alone. `earlier`'s last run would otherwise claim those counters, and a
+    /// record naming their true session would then seem to disagree.
+    func continuing(_ earlier: WriterSessions, through earlierThrough: UInt64) -> WriterSessions {
         guard let start = runs.first?.firstCounter else { return earlier }
+        guard start <= earlierThrough + 1 else { return self }
         var merged = earlier.runs.filter { $0.firstCounter < start }
         for run in runs where merged.last?.session != run.session { merged.append(run) }
         if merged.count > Self.maximumRuns { merged.removeFirst(merged.count - Self.maximumRuns) }

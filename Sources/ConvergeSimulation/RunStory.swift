@@ -23,10 +23,12 @@ package enum RunStory {
         let options = result.options
         var events: [String] = []
         var routine = 0
+        var refusals: [String: Int] = [:]
         func tell(_ atMs: Int, _ text: String) {
             if routine > 0 {
-                events.append("\(pad("")) (\(routine) message\(routine == 1 ? "" : "s") that changed nothing)")
+                events.append("\(pad("")) (\(routine) message\(routine == 1 ? "" : "s") that changed nothing\(refused(refusals)))")
                 routine = 0
+                refusals = [:]
             }
             events.append("\(pad(String(atMs))) \(text)")
         }
@@ -38,6 +40,7 @@ package enum RunStory {
             }
             if !everyMessage && isRoutine(message) {
                 routine += 1
+                if let refusal = message.arrivals[0].refusal { refusals[refusal, default: 0] += 1 }
             } else {
                 tell(message.sentMs, describe(message))
             }
@@ -65,6 +68,15 @@ package enum RunStory {
         return lines
     }
 
+    /// How many of a run of routine messages their receivers refused, and why: "; 12 refused
+    /// (10 reused counters, 2 stale report)", or nothing.
+    private static func refused(_ refusals: [String: Int]) -> String {
+        guard !refusals.isEmpty else { return "" }
+        let total = refusals.values.reduce(0, +)
+        let reasons = refusals.keys.sortedByUTF8().map { "\(refusals[$0]!) \($0)" }
+        return "; \(total) refused (\(reasons.joined(separator: ", ")))"
+    }
+
     /// A message that arrived once and changed nothing (a poll, an up-to-date answer, an
     /// empty push): the background of a run.
     private static func isRoutine(_ message: SimulationTimeline.Message) -> Bool {
@@ -84,6 +96,7 @@ package enum RunStory {
             let arrivals = message.arrivals.map {
                 if !$0.delivered { return "reaches a cut link at \($0.atMs)" }
                 if message.kind == "file" { return "arrives at \($0.atMs) (read at the reader's next sync)" }
+                if let refusal = $0.refusal { return "arrives at \($0.atMs), refused (\(refusal))" }
                 return "arrives at \($0.atMs)\($0.changedReceiver ? "" : ", changes nothing")"
             }
             let copies = message.copies > 1 ? " (duplicated)" : ""

@@ -78,6 +78,7 @@ extension Simulation {
             model.dropped(message: id, lastCopy: lastCopy)
             return
         }
+        if let reason = receipt.ignored { recordRefusal(of: id, reason) }
         if receipt.startedIncarnation || devices[d].store.writerID != before.writer {
             // The message proved the device's counters reused: the store did not apply it
             // (it was computed for the wrong context) and re-stamped its unacknowledged writes.

@@ -119,6 +119,24 @@ extension Simulation {
         }
     }
 
+    /// Notes why the receiver of the last arrival of message `id` took nothing of it.
+    func recordRefusal(of id: Int, _ reason: SyncIgnoredReason) {
+        guard timeline != nil, let index = timeline!.indexByID[id], !timeline!.messages[index].arrivals.isEmpty else { return }
+        timeline!.messages[index].arrivals[timeline!.messages[index].arrivals.count - 1].refusal = Self.describe(reason)
+    }
+
+    /// A store's reason to take nothing of a message, in words.
+    static func describe(_ reason: SyncIgnoredReason) -> String {
+        switch reason {
+        case .otherAccount(let account): "for account \(account.rawValue)"
+        case .fromSelf: "from itself"
+        case .unexpected: "unexpected"
+        case .reusedCounters: "reused counters"
+        case .otherIncarnation: "for another incarnation"
+        case .staleReport: "stale report"
+        }
+    }
+
     /// Records what every replica holds, at the end of the run.
     func recordHoldings() {
         guard timeline != nil else { return }

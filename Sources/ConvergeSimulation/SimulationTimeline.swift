@@ -54,6 +54,9 @@ package struct SimulationTimeline: Sendable {
         /// Whether the receiver's state changed when it took it (its context, its account or
         /// how many keys it holds).
         package var changedReceiver = false
+        /// Why the receiving store took nothing of it, if it refused it (a store's
+        /// ``SyncIgnoredReason`` in words: "reused counters", "stale report"…).
+        package var refusal: String?
     }
 
     /// One message.

@@ -255,7 +255,8 @@ package enum SpaceTimeDiagram {
                 case .sent:
                     for (copy, arrival) in message.arrivals.enumerated() {
                         let stroke = copy > 0 ? "#7b1fa2" : color
-                        let note = arrival.delivered ? "arrived at \(arrival.atMs) ms" : "arrived at \(arrival.atMs) ms but the link was down: dropped"
+                        let note = !arrival.delivered ? "arrived at \(arrival.atMs) ms but the link was down: dropped"
+                            : arrival.refusal.map { "arrived at \(arrival.atMs) ms, refused by the receiver (\($0))" } ?? "arrived at \(arrival.atMs) ms"
                         let dash = arrival.delivered ? "" : ##" stroke-dasharray="4 3""##
                         svg.add(##"<line x1="\##(format(from.0))" y1="\##(format(from.1))" x2="\##(format(x(arrival.atMs)))" y2="\##(format(target))" stroke="\##(stroke)" stroke-width="1.2" marker-end="url(#arrow)"\##(dash)><title>\##(escape(description)); \##(copy > 0 ? "duplicate copy \(copy + 1) of \(message.copies), " : "")\##(note)</title></line>"##)
                         if !arrival.delivered {

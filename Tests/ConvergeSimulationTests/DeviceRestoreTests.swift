@@ -226,6 +226,25 @@ struct DeviceRestoreTests {
         }
     }
 
+    /// The story of that run says why the peer took nothing of the restored device's gossip:
+    /// a message refused is not merely one that "changed nothing".
+    @Test func theStoryTellsWhyAStoreRefusedAMessage() throws {
+        let events: [(Int, PlannedEvent)] = [
+            (10, .set(device: 0, key: 0, valueBytes: 8)),
+            (150, .deviceBackup(device: 0)),
+            (200, .set(device: 0, key: 1, valueBytes: 8)),
+            (800, .deviceRestore(device: 0, downMs: 100)),
+            (901, .set(device: 0, key: 5, valueBytes: 8)),
+            (3_000, .read(device: 1, key: 0)),
+        ]
+        let input = SimulationInput(seed: 1, options: try Self.quietOptions(topology: .mesh),
+                                    plan: events.map { TimedEvent(timeMs: $0.0, event: $0.1) })
+        let (result, story) = RunStory.tell(input, maximumLines: 1_000)
+        let refusals = result.timeline?.messages.flatMap(\.arrivals).compactMap(\.refusal) ?? []
+        #expect(refusals.contains("reused counters"), "\(refusals)")
+        #expect(story.contains { $0.contains("refused (reused counters)") || $0.contains("reused counters)") }, "\(story.joined(separator: "\n"))")
+    }
+
     @Test(arguments: [false, true])
     func aReusedDotIsToldApartByItsWriteSession(hubIgnoresSessions: Bool) throws {
         let events: [(Int, PlannedEvent)] = [

@@ -59,6 +59,34 @@ struct MeshSessionRelayTests {
         }
     }
 
+    /// A writer drops the runs of its sessions below what a peer acknowledged, so a device
+    /// that heard of it only before then gets a record that starts past where its own ends.
+    /// The counters between are of sessions neither record names: joined, the device's
+    /// earlier run claimed them, its record then disagreed with every device that knew
+    /// their true session, and the two refused each other's gossip for good (the mesh
+    /// `device-restore` scenario, seed 175, shrunk: a device restarted twice between writes).
+    @Test func aRecordThatSkipsCountersClaimsNothingOfThemAndDevicesKeepSyncing() throws {
+        let storage = InMemoryStorage()
+        var laptop = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storage, clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        try laptop.setValue("1", forKey: "k1")
+        try gossip(laptop, phone)   // the phone's record: laptop:1 by the first session
+        for key in ["k2", "k3"] {
+            laptop = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storage, clock: clock)   // a new session
+            try laptop.setValue("1", forKey: key)
+            try gossip(laptop, tablet)   // the tablet acknowledges it: the laptop drops older runs
+        }
+        try gossip(laptop, phone)   // the laptop's runs now start at laptop:3
+        try tablet.setValue("1", forKey: "from-tablet")
+        try phone.setValue("1", forKey: "from-phone")
+        let toPhone = try gossip(tablet, phone), toTablet = try gossip(phone, tablet)
+        #expect(toPhone.ignored == nil && toTablet.ignored == nil,
+                "refused: \(String(describing: toPhone.ignored)), \(String(describing: toTablet.ignored))")
+        let expected: Set<String> = ["k1", "k2", "k3", "from-tablet", "from-phone"]
+        for store in [phone, tablet] { #expect(Set(store.values.keys) == expected, "\(store.replicaID): \(store.values.keys.sorted())") }
+    }
+
     /// A device whose disk was replaced by an empty one (same replica ID) gets gossip
     /// computed for what it reported before: the delta leaves out what it held then. It takes
     /// nothing of it (``SyncIgnoredReason/staleReport``) and the next exchange brings

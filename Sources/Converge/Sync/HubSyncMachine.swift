@@ -387,7 +387,7 @@ public struct HubSyncMachine: Sendable {
         let known = state.sessions[push.device]
         guard own > 0, push.writerSessions.session(at: own) != nil, state.map.context[push.device] == own,
               own >= known?.through ?? 0 else { return }
-        state.sessions[push.device] = KnownSessions(runs: push.writerSessions.continuing(known?.runs ?? WriterSessions()), through: own)
+        state.sessions[push.device] = KnownSessions(runs: push.writerSessions.continuing(known?.runs ?? WriterSessions(), through: known?.through ?? 0), through: own)
     }
 
     /// The writes of the hub's own ID `hub` (any incarnation) that a device claims and the

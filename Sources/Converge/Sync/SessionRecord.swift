@@ -83,7 +83,7 @@ public struct SessionRecord: Hashable, Sendable {
     /// far, which it agrees with: the runs of both, `later`'s through.
     func continued(by later: SessionRecord) -> SessionRecord {
         var next = later
-        next.runs = later.runs.continuing(runs)
+        next.runs = later.runs.continuing(runs, through: through)
         return next
     }
 
