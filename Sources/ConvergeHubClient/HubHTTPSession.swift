@@ -43,7 +43,15 @@ final class HubHTTPSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        // The delegate's callbacks run on a queue of their own, not on the shared pool: there
+        // they could wait behind blocked work (an app's, or the cooperative pool's) past the
+        // request's timeout, and FoundationNetworking on Linux traps when a redirect's
+        // completion handler is called after the timeout ended the task.
+        let callbacks = OperationQueue()
+        callbacks.name = "Converge hub HTTP callbacks"
+        callbacks.maxConcurrentOperationCount = 1
+        callbacks.underlyingQueue = DispatchQueue(label: "converge.hub-http.callbacks")
+        session = URLSession(configuration: configuration, delegate: self, delegateQueue: callbacks)
     }
 
     /// Sends `request` (with `body`, if any) and returns the answer, at most `limit` bytes.

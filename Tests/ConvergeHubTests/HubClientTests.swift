@@ -289,6 +289,29 @@ struct HubClientTests {
         #expect(elsewhere.requests.withLock { $0 } == 0, "a request (and its token) reached the other host")
     }
 
+    /// A redirect answered while the process's shared dispatch pool is busy (blocked work
+    /// of the app, or of other tests: CI's `swift test` once died of it). FoundationNetworking
+    /// on Linux traps if the delegate's redirect decision arrives after the request's timeout;
+    /// on the shared pool it waited behind the blocked work, past a 1 s timeout here. The
+    /// session's callbacks now run on a queue of their own: the redirect is refused, and the
+    /// process lives. (Failing, this test crashes the test process.)
+    @Test func aRedirectWhileTheSharedPoolIsBusyIsRefusedNotATrap() async throws {
+        let status = HTTPStatus(code: 307, reasonPhrase: "Temporary Redirect")
+        let hub = try FlakyHub(failures: Array(repeating: .text(status, "moved", headers: [("Location", "http://127.0.0.1:1/sync")]), count: 4))
+        let url = try hub.start()
+        defer { hub.stop() }
+        for _ in 0..<16 { DispatchQueue.global().async { usleep(1_500_000) } }
+        let transport = HubHTTPTransport(hub: url, token: hub.token, retry: .never, timeout: .seconds(1))
+        for _ in 0..<2 {
+            do {
+                _ = try await transport.exchange([1, 2, 3])
+                Issue.record("a redirect was taken as an answer")
+            } catch HubTransportError.invalidAnswer(let detail) {
+                #expect(detail.contains("redirected (HTTP 307)"), "\(detail)")
+            }
+        }
+    }
+
     @Test func anAnswerAnnouncedLargerThanAnySyncMessageIsNotDownloaded() async throws {
         // 64 MiB announced: refused from its Content-Length; the client does not read it.
         let huge = HTTPResponse(status: .ok, headers: [("Content-Type", "application/octet-stream")],
