@@ -54,6 +54,16 @@ enum FuzzSeeds {
         messages += [try SyncMessage.push(pushes[1]).encoded(), try SyncMessage.reply(returned).encoded(),
                      try SyncMessage.push(SyncPush(account: .default, device: "phone", delta: state.asDelta, acknowledgesFullState: true,
                                                    acknowledgedThrough: returned.keys.through)).encoded()]
+        // Gossip with every field of format version 5: a relayed session record of another
+        // writer ID, a withdrawn one, and the report it was computed for (flags 32, 64, 128).
+        var relaying = SyncGossip(account: .default, sender: "phone", delta: state.delta(for: snapshot.delta.context), wantsReply: true)
+        relaying.basis = snapshot.delta.context
+        relaying.writerSessions = try required(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
+        let laptopRuns = try required(WriterSessions(runs: [.init(firstCounter: 1, session: 11)]))
+        let watchRuns = try required(WriterSessions(runs: [.init(firstCounter: 2, session: 21)]))
+        relaying.relayedSessions = [try required(SessionRecord(writer: "laptop", runs: laptopRuns, through: 2))]
+        relaying.withdrawnSessions = [try required(SessionRecord(writer: "watch", runs: watchRuns, through: 3))]
+        messages.append(try SyncMessage.gossip(relaying).encoded())
         let hubStates = [try required(hub.encodedState(of: .default)), try required(paging.encodedState(of: .default))]
         let scenarioFiles = ["Simulations/quota-pressure.json", "Simulations/hub-crash.json", "Simulations/shared-folder.json"]
         let scenarios = scenarioFiles.compactMap { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } }

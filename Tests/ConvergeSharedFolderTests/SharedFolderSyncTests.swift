@@ -49,13 +49,14 @@ final class DelayedView: SharedFolderFiles {
 struct SharedFolderSyncTests {
     let clock = ManualClock()
 
-    /// A folder holds files older versions wrote (message format version 3): they are
+    /// A folder holds files older versions wrote (message format versions 3 and 4): they are
     /// still read, by other replicas and by the replica that wrote them.
-    @Test func filesOfMessageFormatVersion3AreStillRead() throws {
+    @Test(arguments: [UInt8(3), 4])
+    func filesOfOlderMessageFormatVersionsAreStillRead(version: UInt8) throws {
         let files = InMemoryFolder()
         let sync = SharedFolderSync(files: files)
         let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)
-        try alice.setValue("from version 3", forKey: "old")
+        try alice.setValue(.string("from version \(version)"), forKey: "old")
         try sync.synchronize(alice)
         let names = try files.names(in: ["default", "alice"])
         #expect(!names.isEmpty)
@@ -63,16 +64,16 @@ struct SharedFolderSyncTests {
             let bytes = try #require(try files.contents(of: ["default", "alice", name]))
             #expect(bytes[1] == SyncMessage.formatVersion)
             var body = Array(bytes.dropLast(4))
-            body[1] = 3
+            body[1] = version
             try files.write(CRC32C.sealed(body), to: ["default", "alice", name])
         }
         let bob = ReplicatedKeyValueStore(replicaID: "bob", clock: clock)
         let report = try sync.synchronize(bob)
         #expect(report.skipped.isEmpty, "\(report.skipped)")
-        #expect(bob.value(forKey: "old") == "from version 3")
+        #expect(bob.value(forKey: "old") == .string("from version \(version)"))
         try alice.setValue("2", forKey: "new")
         try sync.synchronize(alice)
-        #expect(alice.writerID == "alice", "alice took its own version-3 file for another copy's")
+        #expect(alice.writerID == "alice", "alice took its own version-\(version) file for another copy's")
         try sync.synchronize(bob)
         #expect(bob.value(forKey: "new") == "2")
     }

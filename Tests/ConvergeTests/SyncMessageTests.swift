@@ -93,10 +93,10 @@ struct SyncMessageTests {
     }
 
     /// Version 3 (what shared folders on users' disks hold, and older peers send) is still
-    /// read, and written back as version 4; a version-3 gossip cannot carry the flags
-    /// version 4 added, and versions 2 and 5 are refused.
+    /// read, and written back as version 5; a version-3 gossip cannot carry the flags
+    /// version 4 added, and versions 2 and 6 are refused.
     @Test func aVersion3MessageIsStillReadAndWrittenInTheCurrentVersion() throws {
-        #expect(SyncMessage.formatVersion == 4 && SyncMessage.oldestReadableFormatVersion == 3)
+        #expect(SyncMessage.formatVersion == 5 && SyncMessage.oldestReadableFormatVersion == 3)
         var gossip = SyncGossip(account: "a", sender: "phone",
                                 delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2])), wantsReply: true)
         gossip.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
@@ -104,7 +104,7 @@ struct SyncMessageTests {
         push.writerSessions = gossip.writerSessions
         for message in [SyncMessage.gossip(gossip), .push(push), .upToDate("a")] {
             let current = try message.encoded()
-            #expect(current[1] == 4)
+            #expect(current[1] == 5)
             let old = Self.resealed(current, asVersion: 3)
             #expect(try SyncMessage(encoded: old) == message)
             #expect(try SyncMessage(encoded: old).encoded() == current)
@@ -116,14 +116,139 @@ struct SyncMessageTests {
         let current = try SyncMessage.gossip(named).encoded()
         #expect(try SyncMessage(encoded: current) == .gossip(named))
         // Flags 4, 8 and 16 did not exist in version 3.
-        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unknownTag, detail: "invalid gossip flags 31", offset: 11))) {
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unknownTag,
+                                                               detail: "invalid gossip flags 31: message format version 3 has no flag 4", offset: 11))) {
             try SyncMessage(encoded: Self.resealed(current, asVersion: 3))
         }
-        for version: UInt8 in [2, 5] {
+        for version: UInt8 in [2, 6] {
             #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion,
                                                                    detail: "unsupported message format version \(version)", offset: 1))) {
                 try SyncMessage(encoded: Self.resealed(current, asVersion: version))
             }
+        }
+    }
+
+    /// Where a gossip's flag byte lies: after the magic byte, the version, the type, and the
+    /// account and sender (each a one-byte length and its bytes).
+    static func gossipFlagOffset(of gossip: SyncGossip) -> Int {
+        3 + 1 + gossip.account.rawValue.utf8.count + 1 + gossip.sender.rawValue.utf8.count
+    }
+
+    /// Gossip with each of the fields version 5 added, alone and all together (with
+    /// `wantsReply` and the sender's sessions, flags 1 and 2): session records of another
+    /// writer ID it relays (flag 32), counters withdrawn (flag 64), and the report it was
+    /// computed for (flag 128).
+    static func gossipsWithTheFieldsOfVersion5() throws -> [SyncGossip] {
+        var base = SyncGossip(account: "a", sender: "phone",
+                              delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2, "tablet": 3, "watch": 2])),
+                              wantsReply: true)
+        base.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
+        let tabletRuns = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 11)]))
+        let watchRuns = try #require(WriterSessions(runs: [.init(firstCounter: 2, session: 21)]))
+        let relayed = try #require(SessionRecord(writer: "tablet", runs: tabletRuns, through: 3))
+        let withdrawn = try #require(SessionRecord(writer: "watch", runs: watchRuns, through: 2))
+        var relaying = base, withdrawing = base, basing = base, all = base
+        relaying.relayedSessions = [relayed]
+        withdrawing.withdrawnSessions = [withdrawn]
+        basing.basis = VersionVector(["phone": 1])
+        all.relayedSessions = [relayed]
+        all.withdrawnSessions = [withdrawn]
+        all.basis = VersionVector(["phone": 1])
+        return [relaying, withdrawing, basing, all]
+    }
+
+    /// Gossip is written in version 5, which may carry relayed and withdrawn session records
+    /// and the gossip's basis (flags 32, 64 and 128), and read back whole.
+    @Test func aVersion5GossipWithRelayedAndWithdrawnSessionsAndABasisRoundTrips() throws {
+        let gossips = try Self.gossipsWithTheFieldsOfVersion5()
+        let expectedFlags: [UInt8] = [3 | 32, 3 | 64, 3 | 128, 3 | 32 | 64 | 128]
+        for (gossip, flags) in zip(gossips, expectedFlags) {
+            let bytes = try SyncMessage.gossip(gossip).encoded()
+            #expect(bytes[1] == 5)
+            #expect(bytes[Self.gossipFlagOffset(of: gossip)] == flags)
+            #expect(try SyncMessage(encoded: bytes) == .gossip(gossip))
+            #expect(try SyncMessage(encoded: bytes).encoded() == bytes)
+        }
+    }
+
+    /// Flags 32, 64 and 128 did not exist in format version 4: the same gossip labelled
+    /// version 4 (its checksum made right) is refused as malformed, naming the flag, and a
+    /// store that receives it is unchanged. A reader of version 4 refuses it too, so no
+    /// writer may label it so.
+    @Test func theSameGossipLabelledVersion4IsRefusedAndChangesNothing() throws {
+        for (gossip, lowestNewFlag) in zip(try Self.gossipsWithTheFieldsOfVersion5(), [32, 64, 128, 32]) {
+            let bytes = try SyncMessage.gossip(gossip).encoded()
+            let flags = bytes[Self.gossipFlagOffset(of: gossip)]
+            let refusal = ConvergeError.malformed(MalformedInput(
+                problem: .unknownTag, detail: "invalid gossip flags \(flags): message format version 4 has no flag \(lowestNewFlag)",
+                offset: Self.gossipFlagOffset(of: gossip)))
+            let relabelled = Self.resealed(bytes, asVersion: 4)
+            #expect(throws: refusal) { try SyncMessage(encoded: relabelled) }
+            // Version 3 knew none of them either.
+            #expect(malformedProblem { try SyncMessage(encoded: Self.resealed(bytes, asVersion: 3)) } == .unknownTag)
+        }
+        // From a real mesh: the phone heard the tablet, so its gossip to the laptop relays the
+        // tablet's sessions; the laptop takes it as written, and nothing of it relabelled.
+        let clock = ManualClock()
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try tablet.setValue("from the tablet", forKey: "t")
+        try laptop.setValue("the laptop's", forKey: "l")
+        try phone.receive(try tablet.gossip(to: "phone"))
+        let bytes = try phone.gossip(to: "laptop", wantsReply: false)
+        guard case .gossip(let gossip) = try SyncMessage(encoded: bytes) else { Issue.record("not gossip"); return }
+        #expect(!gossip.relayedSessions.isEmpty, "the phone's gossip relays no session record")
+        let before = laptop.replicatedState
+        #expect(malformedProblem { try laptop.receive(Self.resealed(bytes, asVersion: 4)) } == .unknownTag)
+        #expect(laptop.replicatedState == before)
+        #expect(laptop.value(forKey: "t") == nil)
+        try laptop.receive(bytes)
+        #expect(laptop.value(forKey: "t") == "from the tablet")
+    }
+
+    /// A version-4 message, which carries none of the flags version 5 added, is still read
+    /// (older peers send it, and shared folders hold files they wrote) and is written back
+    /// in version 5: gossip with every flag of version 4 (the sessions' writer ID, the
+    /// recipient and its tip), a push with write sessions, a reply naming its device, a poll.
+    @Test func aVersion4MessageWithoutTheNewFlagsIsStillRead() throws {
+        let sessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
+        let delta = ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2]))
+        var gossip = SyncGossip(account: "a", sender: "phone", delta: delta, wantsReply: true)
+        gossip.writerSessions = sessions
+        gossip.writer = "phone~5"
+        gossip.recipient = "laptop"
+        gossip.recipientTip = WriterSessions.Tip(counter: 2, session: 9)
+        var push = SyncPush(account: "a", device: "phone", delta: delta)
+        push.writerSessions = sessions
+        var reply = SyncReply(account: "a", kind: .delta, delta: delta, stableFrontier: VersionVector(), rejectedKeys: [])
+        reply.device = "phone"
+        reply.sessionTip = WriterSessions.Tip(counter: 2, session: 7)
+        let messages: [SyncMessage] = [.gossip(gossip), .push(push), .reply(reply),
+                                       .poll(SyncPoll(account: "a", device: "phone", digest: 42)), .upToDate("a")]
+        for message in messages {
+            let current = try message.encoded()
+            #expect(current[1] == 5)
+            let old = Self.resealed(current, asVersion: 4)
+            #expect(try SyncMessage(encoded: old) == message)
+            #expect(try SyncMessage(encoded: old).encoded() == current)
+        }
+        #expect(Self.resealed(try SyncMessage.gossip(gossip).encoded(), asVersion: 4)[Self.gossipFlagOffset(of: gossip)] == 31)
+    }
+
+    /// A version this build does not know, such as a later peer's 6, is refused as
+    /// unsupported, before anything else of the message is read.
+    @Test func anUnknownVersion6IsRefusedAsUnsupported() throws {
+        let gossip = try #require(try Self.gossipsWithTheFieldsOfVersion5().last)
+        for message in [SyncMessage.gossip(gossip), .upToDate("a")] {
+            #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion,
+                                                                   detail: "unsupported message format version 6", offset: 1))) {
+                try SyncMessage(encoded: Self.resealed(try message.encoded(), asVersion: 6))
+            }
+        }
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion,
+                                                               detail: "unsupported message format version 6", offset: 1))) {
+            try SyncMessage(encoded: [SyncMessage.magic, 6, 3])
         }
     }
 

@@ -204,14 +204,30 @@ public enum SyncMessage: Hashable, Sendable {
     /// The current format version (2: a push carries its full-state acknowledgement, and
     /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C;
     /// 4: gossip may name the writer ID of its sessions, its recipient and the recipient's
-    /// tip, flags 4, 8 and 16; the session records of other writer IDs it relays, flag 32;
-    /// withdrawn ones, flag 64; its basis, flag 128).
+    /// tip, flags 4, 8 and 16; 5: gossip may carry the session records of other writer IDs
+    /// it relays, flag 32, withdrawn ones, flag 64, and its basis, flag 128).
     /// Messages are written in this version.
-    public static let formatVersion: UInt8 = 4
-    /// The oldest format version still read (3): its messages read as version 4 ones
-    /// without the gossip flags 4 to 128. A re-encoded version-3 message is written in
-    /// ``formatVersion``.
+    ///
+    /// A version says what its messages may contain: a reader of version 4 refuses the
+    /// flags of version 5 as unknown, so gossip that carries them must say version 5, and a
+    /// message that says an older version is refused if it carries a flag that version
+    /// did not have.
+    public static let formatVersion: UInt8 = 5
+    /// The oldest format version still read (3). Every version from it to
+    /// ``formatVersion`` is read, as the current one without the gossip flags added since
+    /// (version 3: without flags 4 to 128; version 4: without 32, 64 and 128). A re-encoded
+    /// message of an older version is written in ``formatVersion``.
     public static let oldestReadableFormatVersion: UInt8 = 3
+
+    /// The gossip flags that format `version` knows: 1 and 2 in version 3, up to 16 in
+    /// version 4, all eight since version 5.
+    private static func gossipFlags(of version: UInt8) -> UInt8 {
+        switch version {
+        case 3: 0b0000_0011
+        case 4: 0b0001_1111
+        default: 0b1111_1111
+        }
+    }
 
     private enum TypeTag: UInt8 {
         case push = 1
@@ -289,8 +305,8 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeString(gossip.sender.rawValue)
             // 1: wants a reply; 2: the sender's write sessions follow; 4: the sender's writer ID
             // follows them; 8: the recipient's writer ID follows; 16 (with 8): the recipient's
-            // tip follows it (counter and session); 32: the relayed session records follow it;
-            // 64: the withdrawn ones follow them; 128: the basis follows them.
+            // tip follows it (counter and session). Since version 5: 32, the relayed session
+            // records follow it; 64, the withdrawn ones follow them; 128, the basis follows them.
             let sessionsWriter = gossip.writer == gossip.sender ? nil : gossip.writer
             let tip = gossip.recipient == nil ? nil : gossip.recipientTip
             writer.writeByte((gossip.wantsReply ? 1 : 0) | (gossip.writerSessions.isEmpty ? 0 : 2) | (sessionsWriter == nil ? 0 : 4)
@@ -338,9 +354,11 @@ public enum SyncMessage: Hashable, Sendable {
         var header = BinaryReader(bytes)
         guard try header.readByte() == Self.magic else { throw .malformed(.notConverge, "not a Converge sync message (bad magic byte)", at: 0) }
         let version = try header.readByte()
-        // Version 3 (written before the recipient's tip in gossip) is still read: a shared
-        // folder holds files older versions wrote, and older peers still send it.
-        guard version == Self.formatVersion || version == Self.oldestReadableFormatVersion else { throw .malformed(.unsupportedVersion, "unsupported message format version \(version)", at: 1) }
+        // Versions 3 and 4 (written before the gossip flags of later versions) are still read:
+        // a shared folder holds files older versions wrote, and older peers still send them.
+        guard (Self.oldestReadableFormatVersion...Self.formatVersion).contains(version) else {
+            throw .malformed(.unsupportedVersion, "unsupported message format version \(version)", at: 1)
+        }
         var reader = BinaryReader(try CRC32C.unsealed(bytes, what: "the message"))
         _ = try reader.readByte()
         _ = try reader.readByte()
@@ -386,8 +404,15 @@ public enum SyncMessage: Hashable, Sendable {
         case .gossip:
             let sender = try Self.readReplica(&reader)
             let flag = try reader.readByte()
-            // Version 3 knew flags 1 and 2; 16 needs the recipient whose tip it is.
-            guard version != 3 || flag <= 3, flag & 24 != 16 else {
+            // A flag of a later version than the message's: a reader of that version would
+            // refuse it, so no writer may label such gossip with it.
+            let unknown = flag & ~Self.gossipFlags(of: version)
+            guard unknown == 0 else {
+                throw .malformed(.unknownTag, "invalid gossip flags \(flag): message format version \(version) has no flag \(UInt8(1) << unknown.trailingZeroBitCount)",
+                                 at: reader.offset - 1)
+            }
+            // 16 needs the recipient whose tip it is.
+            guard flag & 24 != 16 else {
                 throw .malformed(.unknownTag, "invalid gossip flags \(flag)", at: reader.offset - 1)
             }
             let sessionsAt = reader.offset
