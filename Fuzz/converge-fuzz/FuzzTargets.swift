@@ -45,10 +45,10 @@ enum FuzzTarget: String, CaseIterable {
 
     static func message(_ bytes: [UInt8], tail: [UInt8]) {
         guard let message = try? SyncMessage(encoded: bytes) else { return }
-        // An older version, still read, is written back in the current one: the same bytes
-        // but the version (and so the checksum).
+        // Every version read is written back in the oldest that can express the message: the
+        // same bytes but the version (and so the checksum).
         var current = Array(bytes.dropLast(4))
-        current[1] = SyncMessage.formatVersion
+        current[1] = message.writtenFormatVersion
         check((try? message.encoded()).map { $0 + tail } == CRC32C.sealed(current), "an accepted message re-encodes to other bytes")
         // A message of an older version carries nothing that version did not have: a reader
         // of that version would refuse it.

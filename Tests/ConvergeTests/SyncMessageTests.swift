@@ -77,9 +77,9 @@ struct SyncMessageTests {
             }
             if let message = try? SyncMessage(encoded: bytes) {
                 accepted += 1
-                // Whatever is accepted is canonical: it encodes back to the same bytes (an
-                // older version, still read, is written in the current one).
-                if bytes[1] == SyncMessage.formatVersion { #expect(try message.encoded() == bytes) }
+                // Whatever is accepted is canonical: it encodes back to the same bytes (each
+                // version read is written in the oldest that can express the message).
+                if bytes[1] == message.writtenFormatVersion { #expect(try message.encoded() == bytes) }
             }
         }
         #expect(accepted < rounds / 2)
@@ -93,10 +93,11 @@ struct SyncMessageTests {
     }
 
     /// Version 3 (what shared folders on users' disks hold, and older peers send) is still
-    /// read, and written back as version 5; a version-3 gossip cannot carry the flags
-    /// version 4 added, and versions 2 and 6 are refused.
+    /// read, and written back as version 4, the oldest written (these messages need nothing
+    /// of version 5); a version-3 gossip cannot carry the flags version 4 added, and
+    /// versions 2 and 6 are refused.
     @Test func aVersion3MessageIsStillReadAndWrittenInTheCurrentVersion() throws {
-        #expect(SyncMessage.formatVersion == 5 && SyncMessage.oldestReadableFormatVersion == 3)
+        #expect(SyncMessage.formatVersion == 5 && SyncMessage.oldestReadableFormatVersion == 3 && SyncMessage.oldestWrittenFormatVersion == 4)
         var gossip = SyncGossip(account: "a", sender: "phone",
                                 delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2])), wantsReply: true)
         gossip.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
@@ -104,7 +105,7 @@ struct SyncMessageTests {
         push.writerSessions = gossip.writerSessions
         for message in [SyncMessage.gossip(gossip), .push(push), .upToDate("a")] {
             let current = try message.encoded()
-            #expect(current[1] == 5)
+            #expect(current[1] == 4)
             let old = Self.resealed(current, asVersion: 3)
             #expect(try SyncMessage(encoded: old) == message)
             #expect(try SyncMessage(encoded: old).encoded() == current)
@@ -209,8 +210,10 @@ struct SyncMessageTests {
 
     /// A version-4 message, which carries none of the flags version 5 added, is still read
     /// (older peers send it, and shared folders hold files they wrote) and is written back
-    /// in version 5: gossip with every flag of version 4 (the sessions' writer ID, the
-    /// recipient and its tip), a push with write sessions, a reply naming its device, a poll.
+    /// in version 4 still, so that hubs and peers not yet upgraded read it, as version 5
+    /// relabelled (whatever version 5 gives it adds nothing): gossip with every flag of
+    /// version 4 (the sessions' writer ID, the recipient and its tip), a push with write
+    /// sessions, a reply naming its device, a poll.
     @Test func aVersion4MessageWithoutTheNewFlagsIsStillRead() throws {
         let sessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
         let delta = ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2]))
@@ -228,10 +231,10 @@ struct SyncMessageTests {
                                        .poll(SyncPoll(account: "a", device: "phone", digest: 42)), .upToDate("a")]
         for message in messages {
             let current = try message.encoded()
-            #expect(current[1] == 5)
-            let old = Self.resealed(current, asVersion: 4)
-            #expect(try SyncMessage(encoded: old) == message)
-            #expect(try SyncMessage(encoded: old).encoded() == current)
+            #expect(current[1] == 4 && message.writtenFormatVersion == 4)
+            let relabelled = Self.resealed(current, asVersion: 5)
+            #expect(try SyncMessage(encoded: relabelled) == message)
+            #expect(try SyncMessage(encoded: relabelled).encoded() == current)
         }
         #expect(Self.resealed(try SyncMessage.gossip(gossip).encoded(), asVersion: 4)[Self.gossipFlagOffset(of: gossip)] == 31)
     }

@@ -205,18 +205,20 @@ public enum SyncMessage: Hashable, Sendable {
     /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C;
     /// 4: gossip may name the writer ID of its sessions, its recipient and the recipient's
     /// tip, flags 4, 8 and 16; 5: gossip may carry the session records of other writer IDs
-    /// it relays, flag 32, withdrawn ones, flag 64, and its basis, flag 128).
-    /// Messages are written in this version.
+    /// it relays, flag 32, withdrawn ones, flag 64, and its basis, flag 128). Each message
+    /// is written in the oldest version that can express it (``writtenFormatVersion``).
     ///
     /// A version says what its messages may contain: a reader of version 4 refuses the
     /// flags of version 5 as unknown, so gossip that carries them must say version 5, and a
     /// message that says an older version is refused if it carries a flag that version
     /// did not have.
     public static let formatVersion: UInt8 = 5
+    /// The oldest version written (4): what a hub or peer built before version 5 reads.
+    public static let oldestWrittenFormatVersion: UInt8 = 4
     /// The oldest format version still read (3). Every version from it to
     /// ``formatVersion`` is read, as the current one without the gossip flags added since
     /// (version 3: without flags 4 to 128; version 4: without 32, 64 and 128). A re-encoded
-    /// message of an older version is written in ``formatVersion``.
+    /// message of an older version is written in its ``writtenFormatVersion``.
     public static let oldestReadableFormatVersion: UInt8 = 3
 
     /// The gossip flags that format `version` knows: 1 and 2 in version 3, up to 16 in
@@ -237,14 +239,26 @@ public enum SyncMessage: Hashable, Sendable {
         case upToDate = 5
     }
 
-    /// The encoded message.
+    /// The version this message is written in: the oldest that can express it, so that a
+    /// hub or peer not yet upgraded reads every message that needs nothing newer, and
+    /// devices and hubs may be upgraded in any order. Version 5 for gossip that relays or
+    /// withdraws session records or names its basis; ``oldestWrittenFormatVersion``
+    /// otherwise.
+    public var writtenFormatVersion: UInt8 {
+        guard case .gossip(let gossip) = self,
+              !gossip.relayedSessions.isEmpty || !gossip.withdrawnSessions.isEmpty || gossip.basis != nil
+        else { return Self.oldestWrittenFormatVersion }
+        return 5
+    }
+
+    /// The encoded message, in its ``writtenFormatVersion``.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` if it would exceed
     ///   ``maximumEncodedBytes``: the transport must not send it.
     public func encoded() throws(ConvergeError) -> [UInt8] {
         var writer = BinaryWriter()
         writer.writeByte(Self.magic)
-        writer.writeByte(Self.formatVersion)
+        writer.writeByte(writtenFormatVersion)
         switch self {
         case .push(let push):
             writer.writeByte(TypeTag.push.rawValue)
