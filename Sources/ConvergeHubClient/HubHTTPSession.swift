@@ -36,6 +36,9 @@ final class HubHTTPSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
 
     private let exchanges = Mutex<[Int: Exchange]>([:])
     private var session: URLSession!
+    /// The queue the session's delegate callbacks run on (an `OperationQueue` holds its
+    /// underlying queue unowned: this keeps it).
+    private let callbackQueue = DispatchQueue(label: "converge.hub-http.callbacks")
 
     private override init() {
         super.init()
@@ -50,7 +53,7 @@ final class HubHTTPSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         let callbacks = OperationQueue()
         callbacks.name = "Converge hub HTTP callbacks"
         callbacks.maxConcurrentOperationCount = 1
-        callbacks.underlyingQueue = DispatchQueue(label: "converge.hub-http.callbacks")
+        callbacks.underlyingQueue = callbackQueue
         session = URLSession(configuration: configuration, delegate: self, delegateQueue: callbacks)
     }
 
