@@ -101,11 +101,33 @@ struct ReferenceModel {
                     writerOf.append(writerNumbers.count - 1)
                 }
             }
+            // The highest counters before each whole word of writes (a write's dot never
+            // changes once it is in the list).
+            while highestBefore.count << 6 <= writes.count {
+                let end = highestBefore.count << 6
+                var highest = highestBefore[highestBefore.count - 1]
+                highest.append(contentsOf: repeatElement(0, count: writerNumbers.count - highest.count))
+                for number in end - 64..<end where writes[number].id.counter > highest[writerOf[number]] {
+                    highest[writerOf[number]] = writes[number].id.counter
+                }
+                highestBefore.append(highest)
+            }
         }
     }
     private var writerNumbers: [String: Int] = [:]
     private var writerOf: [Int] = []
+    /// `highestBefore[w]`: the highest counter of each writer (by number; writers first seen
+    /// later have none) among writes `0..<64 w`, the writes of a ``WriteSet`` whose
+    /// ``WriteSet/completeCount`` is `64 w`. A set's counters are then read off its few
+    /// members beyond that, rather than off every write of the run.
+    private var highestBefore: [[UInt64]] = [[]]
     private var writesByAccount: [AccountID: [Int]] = [:]
+    /// The writes of each key, by account, in increasing number (see ``expected(in:knowing:)``).
+    private var writesByKey: [AccountID: [String: [Int]]] = [:]
+    /// Whether some write saw one numbered after it: only a copy a new incarnation made can
+    /// (it saw the copies of the writes its original saw, made with it in any order).
+    /// ``expected(in:knowing:)`` stops early only without such a write.
+    private var somePastHoldsALaterWrite = false
     private var writeIndexByLedger: [Int: Int] = [:]
     private var knowledge: [SimulatedNetwork.Node: [AccountID: Knowledge]] = [:]
     /// Writes a replica may drop, or keep beside what superseded them, though it does not
@@ -150,8 +172,9 @@ struct ReferenceModel {
 
     /// The highest number of each writer among `known`, as a version vector would say.
     func counters(of known: Knowledge) -> Counters {
-        var highest = [UInt64](repeating: 0, count: writerNumbers.count)
-        for number in known.members where writes[number].id.counter > highest[writerOf[number]] {
+        var highest = highestBefore[known.completeCount >> 6]
+        highest.append(contentsOf: repeatElement(0, count: writerNumbers.count - highest.count))
+        for number in known.membersBeyondCompletePrefix where writes[number].id.counter > highest[writerOf[number]] {
             highest[writerOf[number]] = writes[number].id.counter
         }
         var result: Counters = [:]
@@ -162,6 +185,17 @@ struct ReferenceModel {
     /// Whether write `number`'s dot is at most `limits` (``limits(_:)``).
     private func isWithin(_ number: Int, _ limits: [UInt64]) -> Bool {
         writes[number].id.counter <= limits[writerOf[number]]
+    }
+
+    /// The highest counter of writer `writer` (by number) among `known`; 0 if it has none.
+    private func highestCounter(of writer: Int?, in known: Knowledge) -> UInt64 {
+        guard let writer else { return 0 }
+        let before = highestBefore[known.completeCount >> 6]
+        var highest = writer < before.count ? before[writer] : 0
+        for number in known.membersBeyondCompletePrefix where writerOf[number] == writer {
+            highest = max(highest, writes[number].id.counter)
+        }
+        return highest
     }
 
     /// `counters` by writer number, for ``isWithin(_:_:)``.
@@ -221,15 +255,21 @@ struct ReferenceModel {
                               value: Value?, ledgerIndex: Int?, sameTimeAs past: Knowledge? = nil) -> String? {
         var known = knowledge(of: node, in: account)
         let writer = writerNumbers[id.replica]
-        let expected = known.members.reduce(0) { writerOf[$1] == writer ? max($0, writes[$1].id.counter) : $0 } + 1
+        let expected = highestCounter(of: writer, in: known) + 1
         let problem = id.counter == expected ? nil
             : "the write \(id) of \(key) in \(account) is not its writer's next (the model expected number \(expected))"
-        writes.append(Write(account: account, key: key, id: id, stamp: stamp, value: value, past: past ?? known, ledgerIndex: ledgerIndex))
-        writesByAccount[account, default: []].append(writes.count - 1)
+        append(Write(account: account, key: key, id: id, stamp: stamp, value: value, past: past ?? known, ledgerIndex: ledgerIndex))
         if let ledgerIndex { writeIndexByLedger[ledgerIndex] = writes.count - 1 }
         known.insert(writes.count - 1)
         knowledge[node, default: [:]][account] = known
         return problem
+    }
+
+    /// Adds `write` to ``writes`` and to the lists by account and by key.
+    private mutating func append(_ write: Write) {
+        writes.append(write)
+        writesByAccount[write.account, default: []].append(writes.count - 1)
+        writesByKey[write.account, default: [:]][write.key, default: []].append(writes.count - 1)
     }
 
     /// A write lost in a crash before it was durable.
@@ -318,7 +358,8 @@ struct ReferenceModel {
         let known = knowledge(of: .hub, in: account)
         var sent = hubSent[d]?[account] ?? WriteSet()
         let limits = limits(context)
-        sent.formUnion(known.filter { isWithin($0, limits) })
+        // What the hub sent before is sent still: only the rest need be read.
+        for number in known.members(notIn: sent) where isWithin(number, limits) { sent.insert(number) }
         hubSent[d, default: [:]][account] = sent
     }
 
@@ -349,7 +390,8 @@ struct ReferenceModel {
         settle(message: id, taken: true, lastCopy: lastCopy)
         let sent = hubSent[d]?[carried.account] ?? WriteSet()
         let writerNumber = writerNumbers[writer]
-        var believed = carried.knowledge.filter { writerOf[$0] == writerNumber || sent.contains($0) }
+        var believed = carried.knowledge.intersection(sent)
+        for number in carried.knowledge.members(notIn: sent) where writerOf[number] == writerNumber { believed.insert(number) }
         var lost = hubLostWrites[carried.account] ?? [:]
         let believedCounters = counters(of: believed)
         for (replica, counter) in counters(of: carried.knowledge) where replica == hub || replica.hasPrefix(hub + "~") {
@@ -363,8 +405,9 @@ struct ReferenceModel {
         var entryCounters: Counters = [:]
         for entry in entries where entry.counter > entryCounters[entry.replica, default: 0] { entryCounters[entry.replica] = entry.counter }
         let limits = limits(entryCounters)
-        believed.formUnion(carried.knowledge.filter { isWithin($0, limits) })
         known.formUnion(believed)
+        // What the hub knows or believes already needs no reading.
+        for number in carried.knowledge.members(notIn: known) where isWithin(number, limits) { known.insert(number) }
         knowledge[.hub, default: [:]][carried.account] = known
         if !carried.excused.isEmpty { excused[.hub, default: [:]][carried.account, default: WriteSet()].formUnion(carried.excused) }
     }
@@ -526,10 +569,12 @@ struct ReferenceModel {
             // What the copy saw: what the original saw, but of the old writer ID only what
             // peers acknowledged, and the copies of the re-stamped writes the original saw.
             copy.past = writes[copied].past.filter { !beyondAcknowledged($0) }
-            for (other, (original, _)) in copies.enumerated() where writes[copied].past.contains(original) { copy.past.insert(first + other) }
+            for (other, (original, _)) in copies.enumerated() where writes[copied].past.contains(original) {
+                copy.past.insert(first + other)
+                if other > offset { somePastHoldsALaterWrite = true }
+            }
             copy.ledgerIndex = restamp.ledgerIndex
-            writes.append(copy)
-            writesByAccount[account, default: []].append(first + offset)
+            append(copy)
             writeIndexByLedger[restamp.ledgerIndex] = first + offset
             originalOfCopy[first + offset] = copied
             // The copy replaces the write: the store no longer holds it under its old dot. It
@@ -574,18 +619,30 @@ struct ReferenceModel {
 
     /// The writes of `key` in `account` a replica knowing `known` must treat as current: the
     /// maximal ones, in identity order.
+    ///
+    /// A key is in the result if the replica knows a write of it that counts (its maximal
+    /// writes may then still be none, all stood in for).
+    ///
+    /// - Complexity: Per key, O(its writes newer than the complete prefix of what its newest
+    ///   known writes saw): the writes below that prefix are all superseded, and they saw
+    ///   only writes older than themselves, so they are not read (unless a new incarnation's
+    ///   copy saw a later copy: then every known write of the key is read).
     func expected(in account: AccountID, knowing known: Knowledge) -> [String: [Expected]] {
         let standIns = representedIndices(knowing: known)
-        var byKey: [String: [Int]] = [:]
-        for index in known.members where writes[index].account == account && !writes[index].forgotten {
-            byKey[writes[index].key, default: []].append(index)
-        }
         var result: [String: [Expected]] = [:]
-        for (key, indices) in byKey {
-            // What the writes of this key saw, together: a write is superseded if one saw it.
+        for (key, all) in writesByKey[account] ?? [:] {
+            // The known writes of this key that count, newest first, and what they saw
+            // together: a write is superseded if one saw it.
+            var indices: [Int] = []
             var seen = WriteSet()
-            for index in indices { seen.formUnion(writes[index].past) }
-            let maximal = indices.filter { !seen.contains($0) && !standIns.contains($0) }
+            for index in all.reversed() {
+                if index < seen.completeCount && !somePastHoldsALaterWrite { break }
+                guard known.contains(index) && !writes[index].forgotten else { continue }
+                indices.append(index)
+                seen.formUnion(writes[index].past)
+            }
+            guard !indices.isEmpty else { continue }
+            let maximal = indices.reversed().filter { !seen.contains($0) && !standIns.contains($0) }
                 .map { Expected(id: writes[$0].id, stamp: writes[$0].stamp, value: writes[$0].value) }
                 .sorted { $0.id < $1.id }
             result[key] = maximal
