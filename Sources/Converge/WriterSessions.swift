@@ -56,6 +56,11 @@ public struct WriterSessions: Hashable, Sendable {
     /// the earliest counters.
     public static let maximumRuns = 16
 
+    /// The session number of a run whose counters' sessions a record does not know: the
+    /// gap between two records of a writer that a device joined (see
+    /// ``SessionRecord/continued(by:)``). No store object's session is 0.
+    public static let unknownSession: UInt64 = 0
+
     /// No runs: nothing known of who issued any counter.
     public init() { runs = [] }
 
@@ -83,7 +88,8 @@ public struct WriterSessions: Hashable, Sendable {
     /// - Returns: The session's number, or `nil`.
     /// - Complexity: O(*r*) in the runs.
     public func session(at counter: UInt64) -> UInt64? {
-        runs.last { $0.firstCounter <= counter }?.session
+        guard let session = runs.last(where: { $0.firstCounter <= counter })?.session, session != Self.unknownSession else { return nil }
+        return session
     }
 
     /// Whether `tip` names another session for one of the first `issued` counters than
@@ -128,8 +134,13 @@ public struct WriterSessions: Hashable, Sendable {
         let from = max(mine, theirs)
         guard from <= through else { return nil }
         // Both are constant between their runs' first counters: compare at each of them, in order.
+        // A counter either record does not know the session of (``unknownSession``) is not
+        // compared.
         let points = ([from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }).sorted()
-        return points.first { session(at: $0) != other.session(at: $0) }
+        return points.first { point in
+            guard let mine = session(at: point), let theirs = other.session(at: point) else { return false }
+            return mine != theirs
+        }
     }
 
     /// The latest runs whose encoding takes at most `bytes` (always the last run): what a
@@ -138,6 +149,13 @@ public struct WriterSessions: Hashable, Sendable {
     func latest(fittingIn bytes: Int) -> WriterSessions {
         var kept = self
         while kept.runs.count > 1 && kept.encodedSize > bytes { kept.runs.removeFirst() }
+        return kept
+    }
+
+    /// These runs without any leading run of ``unknownSession``.
+    func droppingLeadingUnknown() -> WriterSessions {
+        var kept = self
+        while kept.runs.count > 1 && kept.runs[0].session == Self.unknownSession { kept.runs.removeFirst() }
         return kept
     }
 
@@ -153,13 +171,19 @@ public struct WriterSessions: Hashable, Sendable {
     ///
     /// If these runs start past `earlierThrough + 1`, neither record says which sessions
     /// issued the counters between (a writer drops the runs below what some peer
-    /// acknowledged, and another peer may have heard of it only before that): the result is
-    /// these runs alone. `earlier`'s last run would otherwise claim those counters, and a
-    /// record naming their true session would then seem to disagree.
+    /// acknowledged, and another peer may have heard of it only before that): a run of
+    /// ``unknownSession`` covers them. `earlier`'s last run would otherwise claim those
+    /// counters, and a record naming their true session would then seem to disagree; what
+    /// `earlier` knows up to `earlierThrough` is still compared.
     func continuing(_ earlier: WriterSessions, through earlierThrough: UInt64) -> WriterSessions {
         guard let start = runs.first?.firstCounter else { return earlier }
-        guard start <= earlierThrough + 1 else { return self }
         var merged = earlier.runs.filter { $0.firstCounter < start }
+        if !merged.isEmpty && start - 1 > earlierThrough {
+            merged.removeAll { $0.firstCounter > earlierThrough }
+            if merged.last?.session != Self.unknownSession {
+                merged.append(Run(firstCounter: earlierThrough + 1, session: Self.unknownSession))
+            }
+        }
         for run in runs where merged.last?.session != run.session { merged.append(run) }
         if merged.count > Self.maximumRuns { merged.removeFirst(merged.count - Self.maximumRuns) }
         return WriterSessions(runs: merged) ?? self
@@ -210,6 +234,9 @@ public struct WriterSessions: Hashable, Sendable {
         var runs: [Run] = []
         for _ in 0..<count {
             let first = try reader.readVarint()
+            guard first <= Dot.maximumCounter else {
+                throw .malformed(.outOfRange, "a write session's first counter \(first) is above the largest counter", at: at)
+            }
             runs.append(Run(firstCounter: first, session: try reader.readFixed64()))
         }
         guard let sessions = WriterSessions(runs: runs) else {

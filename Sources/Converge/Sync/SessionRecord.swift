@@ -80,17 +80,21 @@ public struct SessionRecord: Hashable, Sendable {
     }
 
     /// This record continued by `later`, of the same writer ID and reaching at least as
-    /// far, which it agrees with: the runs of both, `later`'s through.
+    /// far, which it agrees with: the runs of both (a run of
+    /// ``WriterSessions/unknownSession`` between them if `later` starts past this record's
+    /// through), `later`'s through.
     func continued(by later: SessionRecord) -> SessionRecord {
         var next = later
         next.runs = later.runs.continuing(runs, through: through)
         return next
     }
 
-    /// The record as gossip relays it: the latest ``maximumRelayedRuns`` runs.
+    /// The record as gossip relays it: the latest ``maximumRelayedRuns`` runs, from the
+    /// first whose session it knows (a receiver would take a leading run of
+    /// ``WriterSessions/unknownSession`` as overriding what it knows of those counters).
     var relayed: SessionRecord {
         var kept = self
-        kept.runs = runs.latest(count: Self.maximumRelayedRuns)
+        kept.runs = runs.latest(count: Self.maximumRelayedRuns).droppingLeadingUnknown()
         return kept
     }
 
@@ -111,6 +115,9 @@ public struct SessionRecord: Hashable, Sendable {
             throw .malformed(.invalidIdentifier, "invalid writer ID in a relayed session record", at: at)
         }
         let through = try reader.readVarint()
+        guard through <= Dot.maximumCounter else {
+            throw .malformed(.outOfRange, "a session record's counter \(through) is above the largest counter", at: at)
+        }
         let runs = try WriterSessions(from: &reader)
         guard let record = SessionRecord(writer: writer, runs: runs, through: through) else {
             throw .malformed(.nonCanonical, "a relayed session record whose runs do not reach its counter", at: at)
