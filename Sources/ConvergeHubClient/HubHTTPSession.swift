@@ -46,10 +46,12 @@ final class HubHTTPSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        // The delegate's callbacks run on a queue of their own, not on the shared pool: there
-        // they could wait behind blocked work (an app's, or the cooperative pool's) past the
-        // request's timeout, and FoundationNetworking on Linux traps when a redirect's
-        // completion handler is called after the timeout ended the task.
+        // The delegate's callbacks run on a serial queue of their own, which (as every serial
+        // queue) targets the overcommitting root queue: it gets a thread even when the shared
+        // pool's are all blocked (an app's work, or the cooperative pool's). On the default
+        // delegate queue they could wait past the request's timeout, and FoundationNetworking
+        // on Linux traps when a redirect's completion handler is called after the timeout
+        // ended the task (this narrows that race; it cannot remove it).
         let callbacks = OperationQueue()
         callbacks.name = "Converge hub HTTP callbacks"
         callbacks.maxConcurrentOperationCount = 1

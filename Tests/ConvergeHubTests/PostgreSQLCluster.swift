@@ -172,11 +172,12 @@ final class PostgreSQLCluster: Sendable {
     /// Adds to `actions` the closing of every descriptor above standard error:
     /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34 and later, looked up at run
     /// time because the Glibc module does not export it), or else each descriptor
-    /// /proc/self/fd lists now.
+    /// /proc/self/fd lists now (racy: another test may open one between the listing and
+    /// the spawn).
     private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
-            _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np"),
+           unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3) == 0 {
             return
         }
         let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []

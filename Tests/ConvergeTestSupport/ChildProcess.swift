@@ -40,9 +40,13 @@ public enum ChildProcess {
 
     /// A child that was still running, or whose output was still open, at its deadline.
     public struct TimedOut: Error, CustomStringConvertible {
+        /// The executable's name and its arguments.
         public var command: String
+        /// The deadline it missed.
         public var seconds: Double
+        /// What it printed on standard output by then.
         public var output: String
+        /// What it printed on standard error by then.
         public var errors: String
 
         public var description: String {
@@ -80,18 +84,19 @@ public enum ChildProcess {
                        (fd: err.fileHandleForReading.fileDescriptor, bytes: [UInt8]())]
         var open = [true, true]
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        func timedOut() -> TimedOut {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            return TimedOut(command: ([executable.lastPathComponent] + arguments).joined(separator: " "), seconds: timeoutSeconds,
+                            output: String(decoding: streams[0].bytes, as: UTF8.self),
+                            errors: String(decoding: streams[1].bytes, as: UTF8.self))
+        }
         while open.contains(true) {
             let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else {
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
-                throw TimedOut(command: ([executable.lastPathComponent] + arguments).joined(separator: " "), seconds: timeoutSeconds,
-                               output: String(decoding: streams[0].bytes, as: UTF8.self),
-                               errors: String(decoding: streams[1].bytes, as: UTF8.self))
-            }
+            guard remaining > 0 else { throw timedOut() }
             var descriptors = streams.indices.map { pollfd(fd: open[$0] ? streams[$0].fd : -1, events: Int16(POLLIN), revents: 0) }
             let ready = poll(&descriptors, nfds_t(descriptors.count), Int32(min(remaining, 1) * 1_000))
-            if ready < 0 && errno != EINTR { break }
+            if ready < 0 && errno != EINTR { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             for index in streams.indices where open[index] && descriptors[index].revents != 0 {
                 let count = read(streams[index].fd, &buffer, buffer.count)
                 if count > 0 {
@@ -100,6 +105,11 @@ public enum ChildProcess {
                     open[index] = false
                 }
             }
+        }
+        // Both pipes closed: the child may still run (it closed or handed them on).
+        while process.isRunning {
+            guard deadline.timeIntervalSinceNow > 0 else { throw timedOut() }
+            usleep(10_000)
         }
         process.waitUntilExit()
         return Outcome(status: process.terminationStatus, output: String(decoding: streams[0].bytes, as: UTF8.self),
