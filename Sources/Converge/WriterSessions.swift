@@ -57,8 +57,9 @@ public struct WriterSessions: Hashable, Sendable {
     public static let maximumRuns = 16
 
     /// The session number of a run whose counters' sessions a record does not know: the
-    /// gap between two records of a writer that a device joined (see
-    /// ``SessionRecord/continued(by:)``). No store object's session is 0.
+    /// gap between two records of a writer that a device joined, when the later one starts
+    /// past where the earlier one ends (``session(at:)`` is `nil` there, and no comparison
+    /// looks at it). No store object's session is 0.
     public static let unknownSession: UInt64 = 0
 
     /// No runs: nothing known of who issued any counter.
