@@ -197,6 +197,17 @@ struct DeviceRestoreTests {
         }
     }
 
+    /// d0 writes k0, is backed up, writes k1, is restored from the backup and writes k5
+    /// before it next syncs: k5 takes k1's dot.
+    static let newWriteUnderAReusedDot: [(Int, PlannedEvent)] = [
+        (10, .set(device: 0, key: 0, valueBytes: 8)),
+        (150, .deviceBackup(device: 0)),
+        (200, .set(device: 0, key: 1, valueBytes: 8)),
+        (800, .deviceRestore(device: 0, downMs: 100)),
+        (901, .set(device: 0, key: 5, valueBytes: 8)),
+        (3_000, .read(device: 1, key: 0)),
+    ]
+
     /// After the restore d0 writes k5 before it next syncs: the new write takes the dot the
     /// hub already holds for k1 (equal counters), which counters cannot show. The hub tells
     /// them apart by the write session that issued the dot (``WriterSessions``): d0 starts
@@ -208,14 +219,7 @@ struct DeviceRestoreTests {
     /// checker catches the loss.
     @Test(arguments: [false, true])
     func aReusedDotIsToldApartByItsWriteSessionInTheMesh(meshIgnoresSessions: Bool) throws {
-        let events: [(Int, PlannedEvent)] = [
-            (10, .set(device: 0, key: 0, valueBytes: 8)),
-            (150, .deviceBackup(device: 0)),
-            (200, .set(device: 0, key: 1, valueBytes: 8)),
-            (800, .deviceRestore(device: 0, downMs: 100)),
-            (901, .set(device: 0, key: 5, valueBytes: 8)),
-            (3_000, .read(device: 1, key: 0)),
-        ]
+        let events = Self.newWriteUnderAReusedDot
         let (_, result) = try Self.run(events, topology: .mesh, variant: meshIgnoresSessions ? .sessionBlindMesh : nil)
         if meshIgnoresSessions {
             let lost = result.violations.filter { $0.kind == .lostWrite }
@@ -229,14 +233,7 @@ struct DeviceRestoreTests {
     /// The story of that run says why the peer took nothing of the restored device's gossip:
     /// a message refused is not merely one that "changed nothing".
     @Test func theStoryTellsWhyAStoreRefusedAMessage() throws {
-        let events: [(Int, PlannedEvent)] = [
-            (10, .set(device: 0, key: 0, valueBytes: 8)),
-            (150, .deviceBackup(device: 0)),
-            (200, .set(device: 0, key: 1, valueBytes: 8)),
-            (800, .deviceRestore(device: 0, downMs: 100)),
-            (901, .set(device: 0, key: 5, valueBytes: 8)),
-            (3_000, .read(device: 1, key: 0)),
-        ]
+        let events = Self.newWriteUnderAReusedDot
         let input = SimulationInput(seed: 1, options: try Self.quietOptions(topology: .mesh),
                                     plan: events.map { TimedEvent(timeMs: $0.0, event: $0.1) })
         let (result, story) = RunStory.tell(input, maximumLines: 1_000)
@@ -247,14 +244,7 @@ struct DeviceRestoreTests {
 
     @Test(arguments: [false, true])
     func aReusedDotIsToldApartByItsWriteSession(hubIgnoresSessions: Bool) throws {
-        let events: [(Int, PlannedEvent)] = [
-            (10, .set(device: 0, key: 0, valueBytes: 8)),
-            (150, .deviceBackup(device: 0)),
-            (200, .set(device: 0, key: 1, valueBytes: 8)),
-            (800, .deviceRestore(device: 0, downMs: 100)),
-            (901, .set(device: 0, key: 5, valueBytes: 8)),
-            (3_000, .read(device: 1, key: 0)),
-        ]
+        let events = Self.newWriteUnderAReusedDot
         let (_, result) = try Self.run(events, variant: hubIgnoresSessions ? .sessionBlindHub : nil)
         if hubIgnoresSessions {
             let lost = result.violations.filter { $0.kind == .lostWrite }
