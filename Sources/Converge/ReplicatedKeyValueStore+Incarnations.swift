@@ -72,10 +72,11 @@ extension ReplicatedKeyValueStore {
     package func checkOwnHistory(_ known: VersionVector, sessions: WriterSessions = WriterSessions()) throws(ConvergeError) -> Bool {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Bool> in
             let issued = min(known[state.writerID], state.map.context[state.writerID])
-            let reused = state.reusesCounters(given: known)
-                || (!state.blindToReusedCounters && state.writerSessions.disagrees(with: sessions, through: issued))
-            guard reused else { return WritePlan(result: false) }
-            return WritePlan(update: .replaceAll(try state.reincarnated()), result: true)
+            let disputedFrom = state.blindToReusedCounters ? nil : state.writerSessions.firstDisagreement(with: sessions, through: issued)
+            guard state.reusesCounters(given: known) || disputedFrom != nil else { return WritePlan(result: false) }
+            // Writes from the first counter the two sessions both issued on are re-stamped even
+            // if a reader's file acknowledged them: that reader may hold the twin's.
+            return WritePlan(update: .replaceAll(try state.reincarnated(restampingFrom: disputedFrom)), result: true)
         }
     }
 }

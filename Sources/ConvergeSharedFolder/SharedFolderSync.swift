@@ -138,21 +138,21 @@ public struct SharedFolderSync: Sendable {
         if let last = sequence.last, let bytes = try? files.contents(of: own + [last.name]),
            case .gossip(let gossip)? = try? SyncMessage(encoded: bytes), gossip.account == account, gossip.sender == store.replicaID {
             published = gossip.delta.context
-            sessions = gossip.writerSessions
+            // Sessions of the store's writer ID (a twin's new incarnation names its own).
+            if (gossip.writer ?? gossip.sender) == store.writerID { sessions = gossip.writerSessions }
         }
         // A snapshot not all of whose parts were written (the writer was killed meanwhile)
-        // is not readable, nor is anything after it: write a fresh snapshot.
-        if let last = sequence.last, last.isSnapshot, last.parts > 1,
-           Self.latestCompleteSnapshot(in: sequence)?.first?.sequence != last.sequence {
-            published = nil
-        }
+        // is not readable, nor is anything after it; nor is a delta after a broken link of
+        // the chain: write a fresh snapshot.
+        let whole = chainIsWhole(sequence, in: own, account: account, replica: store.replicaID)
+        if let last = sequence.last, last.isSnapshot, last.parts > 1, !whole { published = nil }
         // The replica's own files knowing more of its writes than the store does, or naming
         // another write session for a counter both reach, prove its counters reused (the
         // store was restored, copied or recreated): it starts a new incarnation, and
         // publishes a snapshot under it.
         let restarted = try published.map { known throws(ConvergeError) in try store.checkOwnHistory(known, sessions: sessions) } ?? false
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
-        var snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
+        var snapshot = published == nil || !whole || restarted || deltasSinceSnapshot >= compactionThreshold
         guard var gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
         if _guessesPublishedContext && !snapshot {
             gossip.delta = ReplicatedMap.Delta(entries: [:], context: gossip.delta.context)
@@ -174,6 +174,32 @@ public struct SharedFolderSync: Sendable {
             for old in sequence { try? files.remove(own + [old.name]) }
         }
         return files.describe(own + [names.last!])
+    }
+
+    /// Whether a reader can take this replica's files from its latest complete snapshot to
+    /// its last file: the files follow it without a gap, and each delta was computed for
+    /// (names as its ``SyncGossip/basis``) the context of the file before it.
+    ///
+    /// A link breaks when a twin of this replica (a store copied to a second device, under
+    /// the same replica ID) wrote a file under a name this replica wrote too, and the file-sync
+    /// service kept the twin's; or when a file went missing. A reader refuses the delta after
+    /// the broken link, so the replica's next file must be a snapshot.
+    ///
+    /// - Complexity: Reads every file after the latest snapshot (at most about
+    ///   ``compactionThreshold``).
+    private func chainIsWhole(_ sequence: [SequencedFile], in own: [String], account: AccountID, replica: ReplicaID) -> Bool {
+        guard let snapshot = Self.latestCompleteSnapshot(in: sequence), let last = snapshot.last,
+              let head = try? gossip(at: own + [last.name], account: account, replica: replica) else { return false }
+        var context = head.delta.context
+        var expected = last.sequence + 1
+        for file in sequence where file.sequence > last.sequence {
+            guard !file.isSnapshot, file.sequence == expected,
+                  let delta = try? gossip(at: own + [file.name], account: account, replica: replica),
+                  delta.basis == context else { return false }
+            context = delta.delta.context
+            expected += 1
+        }
+        return true
     }
 
     /// The encoded files of a snapshot: one if it fits in ``maximumFileBytes``, else parts
@@ -308,7 +334,7 @@ public struct SharedFolderSync: Sendable {
         let receipt = try store.receive(.gossip(joined))
         // The file proved this replica's counters reused and was not applied: read this
         // replica again from its snapshot next time, under the new incarnation.
-        if receipt.startedIncarnation { return ([], [], []) }
+        if receipt.startedIncarnation || receipt.ignored != nil { return ([], [], []) }
         changed += receipt.changedKeys
         taken += snapshot.map { files.describe(folder + [$0.name]) }
         var expected = snapshot[0].sequence + 1
@@ -317,7 +343,7 @@ public struct SharedFolderSync: Sendable {
             // snapshot, some of whose parts have not arrived, is one too). Read on next time.
             guard !file.isSnapshot, file.sequence == expected || _readsPastGaps else { break }
             let path = folder + [file.name]
-            let message: SyncGossip
+            var message: SyncGossip
             do {
                 // A file removed by compaction since it was listed is a gap too.
                 guard let gossip = try gossip(at: path, account: account, replica: replica) else {
@@ -328,8 +354,13 @@ public struct SharedFolderSync: Sendable {
             } catch {
                 return (taken, changed, ["\(files.describe(path)): \(error)"])
             }
+            // Broken, for tests: applied whatever the reader holds.
+            if _readsPastGaps { message.basis = nil }
             let receipt = try store.receive(.gossip(message))
-            if receipt.startedIncarnation { break }
+            // A delta computed for more than this store holds (it took another file under the
+            // name before, written by a twin of the replica) is a gap too: the replica's next
+            // snapshot follows.
+            if receipt.startedIncarnation || receipt.ignored != nil { break }
             changed += receipt.changedKeys
             taken.append(files.describe(path))
             expected = file.sequence + 1

@@ -104,4 +104,14 @@ struct SimulationRegressionTests {
         #expect(broken.violations.map(\.kind) == [.referenceModel], "\(broken.violations)")
         #expect(broken.violations.first?.message.contains("the hub holds d3:1 of k8 in second") == true, "\(broken.violations)")
     }
+
+    /// `Simulations/device-clone.json` in the folder topology: two devices under one replica
+    /// ID write one folder, and a reader took one device's delta after the other's file under
+    /// the same name, so claimed writes it never saw (seeds 0, 3 and 6 failed with 38 others of
+    /// 0..<100 on the main of 2026-11-26, commit 23fc19e). Each delta now names the context it
+    /// was computed for (see `SharedFolderSyncTests`).
+    @Test func aFolderReaderNeverTakesADeltaAfterATwinsFile() throws {
+        try Self.expectPasses(Self.catalogue("device-clone") { try $0.set(\.topology, to: .folder) }, seeds: [0, 3, 6],
+                              "device-clone in the folder topology")
+    }
 }

@@ -87,7 +87,11 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// reports it: `published` is the context of the device's latest message that the
     /// medium holds, never a guess. With `published` `nil` (the medium holds nothing
     /// readable of this device, or a new sequence starts) the gossip is the whole state,
-    /// which any reader can apply.
+    /// which any reader can apply. Otherwise it names `published` as its
+    /// ``SyncGossip/basis``: a reader that holds less (it took another file under that name,
+    /// written by a twin of this device under the same replica ID, or the medium lost one)
+    /// applies nothing of it (``SyncIgnoredReason/staleReport``) rather than take the
+    /// context's claim to writes it never saw.
     ///
     /// - Parameters:
     ///   - state: The device's state.
@@ -100,7 +104,9 @@ public struct MeshSyncMachine: Hashable, Sendable {
         }
         // Nothing can be new if the context is: every sibling's dot is in it.
         guard state.context != published else { return nil }
-        return SyncGossip(account: account, sender: device, delta: state.delta(for: published), wantsReply: false)
+        var gossip = SyncGossip(account: account, sender: device, delta: state.delta(for: published), wantsReply: false)
+        gossip.basis = published
+        return gossip
     }
 
     /// Takes a message from a peer and returns what the device must do, in order: apply
