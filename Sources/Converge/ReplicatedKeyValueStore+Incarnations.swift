@@ -61,22 +61,42 @@ extension ReplicatedKeyValueStore {
         state.withLock { $0.writerID }
     }
 
-    /// Takes what a medium holds of this replica's own writes (the context of its latest
-    /// file in a shared folder, and the write sessions it names): if it knows more of the
-    /// current writer ID than the store, or names another session for a counter both
-    /// reach, the counters were reused and the store starts a new incarnation.
+    /// Takes what a medium holds of this replica's own writes (for each of its files in a
+    /// shared folder, the writer ID that wrote it, the file's context and the write sessions
+    /// it names): the counters were reused, and the store starts a new incarnation, if
+    ///
+    /// - a file knows more of the store's writer ID than the store does (it was restored or
+    ///   recreated), or
+    /// - a file of the store's writer ID names another session for a counter both reach (a
+    ///   twin under the same replica ID wrote there), or
+    /// - the store writes under its replica ID's first writer ID and a file was written under
+    ///   a later one: a store this one was copied from, or an earlier life of it, found its
+    ///   counters reused and moved on, and may have issued the store's counters first.
+    ///
+    /// Writes from the first counter the files do not show this store issued are re-stamped,
+    /// even if a reader's file acknowledged them: that reader may hold the other copy's.
     ///
     /// - Returns: Whether a new incarnation started.
     /// - Throws: The storage's error.
     @discardableResult
-    package func checkOwnHistory(_ known: VersionVector, sessions: WriterSessions = WriterSessions()) throws(ConvergeError) -> Bool {
+    package func checkOwnHistory(_ files: [(writer: ReplicaID, known: VersionVector, sessions: WriterSessions)]) throws(ConvergeError) -> Bool {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Bool> in
-            let issued = min(known[state.writerID], state.map.context[state.writerID])
-            let disputedFrom = state.blindToReusedCounters ? nil : state.writerSessions.firstDisagreement(with: sessions, through: issued)
-            guard state.reusesCounters(given: known) || disputedFrom != nil else { return WritePlan(result: false) }
-            // Writes from the first counter the two sessions both issued on are re-stamped even
-            // if a reader's file acknowledged them: that reader may hold the twin's.
-            return WritePlan(update: .replaceAll(try state.reincarnated(restampingFrom: disputedFrom)), result: true)
+            guard !state.blindToReusedCounters else { return WritePlan(result: false) }
+            let writer = state.writerID
+            let own = state.map.context[writer]
+            let mine = files.filter { $0.writer == writer }
+            var reusedFrom = mine.compactMap { file in
+                state.writerSessions.firstDisagreement(with: file.sessions, through: min(file.known[writer], own))
+            }.min()
+            if writer.base == writer && files.contains(where: { $0.writer != writer && $0.writer.base == writer }) {
+                // What the files show this store wrote is safe to keep; the rest is re-stamped.
+                let shown = mine.map { min($0.known[writer], own) }.max() ?? 0
+                reusedFrom = min(reusedFrom ?? .max, min(shown, (reusedFrom ?? .max) - 1) + 1)
+            }
+            guard files.contains(where: { state.reusesCounters(given: $0.known) }) || reusedFrom != nil else {
+                return WritePlan(result: false)
+            }
+            return WritePlan(update: .replaceAll(try state.reincarnated(restampingFrom: reusedFrom)), result: true)
         }
     }
 }

@@ -132,27 +132,28 @@ public struct SharedFolderSync: Sendable {
     private func publish(_ store: ReplicatedKeyValueStore, account: AccountID) throws(ConvergeError) -> String? {
         let own = [account.rawValue, store.replicaID.rawValue]
         let sequence = try sequencedFiles(in: own)
-        // What the folder holds of this replica: the context of its latest readable file.
-        var published: VersionVector?
-        var sessions = WriterSessions()
-        if let last = sequence.last, let bytes = try? files.contents(of: own + [last.name]),
-           case .gossip(let gossip)? = try? SyncMessage(encoded: bytes), gossip.account == account, gossip.sender == store.replicaID {
-            published = gossip.delta.context
-            // Sessions of the store's writer ID (a twin's new incarnation names its own).
-            if (gossip.writer ?? gossip.sender) == store.writerID { sessions = gossip.writerSessions }
+        // The files that tell what this replica wrote: each delta and the last part of each
+        // snapshot (`nil` for one that is unreadable, another's, or gone).
+        let read = sequence.filter { $0.part == $0.parts }.map { file in
+            (file: file, gossip: try? gossip(at: own + [file.name], account: account, replica: store.replicaID))
         }
-        // A snapshot not all of whose parts were written (the writer was killed meanwhile)
-        // is not readable, nor is anything after it; nor is a delta after a broken link of
-        // the chain: write a fresh snapshot.
-        let whole = chainIsWhole(sequence, in: own, account: account, replica: store.replicaID)
-        if let last = sequence.last, last.isSnapshot, last.parts > 1, !whole { published = nil }
+        // What the folder holds of this replica: the context of its latest file. A snapshot
+        // not all of whose parts were written (the writer was killed meanwhile) is not
+        // readable, nor is anything after it; nor is a delta after a broken link of the chain
+        // (see `chainIsWhole`): write a fresh snapshot.
+        let whole = Self.chainIsWhole(sequence, read: read)
+        let published = whole ? read.last?.gossip?.delta.context : nil
         // The replica's own files knowing more of its writes than the store does, or naming
         // another write session for a counter both reach, prove its counters reused (the
-        // store was restored, copied or recreated): it starts a new incarnation, and
+        // store was restored, copied or recreated, or a twin under the same replica ID writes
+        // here too, under names this replica wrote): it starts a new incarnation, and
         // publishes a snapshot under it.
-        let restarted = try published.map { known throws(ConvergeError) in try store.checkOwnHistory(known, sessions: sessions) } ?? false
+        let history = read.compactMap(\.gossip).map { gossip in
+            (writer: gossip.writer ?? gossip.sender, known: gossip.delta.context, sessions: gossip.writerSessions)
+        }
+        let restarted = history.isEmpty ? false : try store.checkOwnHistory(history)
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
-        var snapshot = published == nil || !whole || restarted || deltasSinceSnapshot >= compactionThreshold
+        var snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
         guard var gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
         if _guessesPublishedContext && !snapshot {
             gossip.delta = ReplicatedMap.Delta(entries: [:], context: gossip.delta.context)
@@ -185,21 +186,21 @@ public struct SharedFolderSync: Sendable {
     /// service kept the twin's; or when a file went missing. A reader refuses the delta after
     /// the broken link, so the replica's next file must be a snapshot.
     ///
-    /// - Complexity: Reads every file after the latest snapshot (at most about
-    ///   ``compactionThreshold``).
-    private func chainIsWhole(_ sequence: [SequencedFile], in own: [String], account: AccountID, replica: ReplicaID) -> Bool {
-        guard let snapshot = Self.latestCompleteSnapshot(in: sequence), let last = snapshot.last,
-              let head = try? gossip(at: own + [last.name], account: account, replica: replica) else { return false }
+    /// - Parameters:
+    ///   - sequence: The replica's files, in sequence order.
+    ///   - read: Its deltas and the last part of each snapshot, with their contents.
+    static func chainIsWhole(_ sequence: [SequencedFile], read: [(file: SequencedFile, gossip: SyncGossip?)]) -> Bool {
+        guard let snapshot = latestCompleteSnapshot(in: sequence), let last = snapshot.last,
+              let start = read.firstIndex(where: { $0.file.name == last.name }), let head = read[start].gossip else { return false }
         var context = head.delta.context
         var expected = last.sequence + 1
-        for file in sequence where file.sequence > last.sequence {
-            guard !file.isSnapshot, file.sequence == expected,
-                  let delta = try? gossip(at: own + [file.name], account: account, replica: replica),
-                  delta.basis == context else { return false }
+        for (file, gossip) in read[(start + 1)...] {
+            guard !file.isSnapshot, file.sequence == expected, let delta = gossip, delta.basis == context else { return false }
             context = delta.delta.context
             expected += 1
         }
-        return true
+        // A part of a later snapshot (not its last) breaks the chain too.
+        return sequence.last?.sequence ?? 0 < expected
     }
 
     /// The encoded files of a snapshot: one if it fits in ``maximumFileBytes``, else parts

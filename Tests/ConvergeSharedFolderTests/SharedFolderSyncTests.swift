@@ -242,6 +242,36 @@ struct SharedFolderSyncTests {
         #expect(carol.value(forKey: "k15") == "kept?")
     }
 
+    /// A store whose disk was replaced by an empty one twice (`converge-sim run
+    /// Simulations/device-restore.json --topology folder --seed 9`): the first empty store
+    /// found its own file knowing d2:1 and moved on to a new writer ID, whose snapshot knows
+    /// nothing of d2 (it lowered its context to fetch what it lost). The second empty store
+    /// issues d2:1 again; the only sign is that snapshot, written under a later writer ID of
+    /// its replica ID, so it starts a new incarnation too and re-stamps what no file of its
+    /// own shows it wrote. Without that, k7's write would be lost to every reader, which
+    /// holds k9's d2:1.
+    @Test func aStoreUnderTheFirstWriterIDThatFindsALaterOnesFileReStampsItsWrites() throws {
+        let folder = InMemoryFolder()
+        let sync = SharedFolderSync(files: folder)
+        let first = store("d2"), reader = store("d0")
+        try first.setValue("old", forKey: "k9")
+        try sync.synchronize(first)
+        try sync.synchronize(reader)
+        let emptied = store("d2")
+        try sync.synchronize(emptied)
+        #expect(emptied.writerID != "d2", "the first empty store did not find its counters reused")
+        let emptiedAgain = store("d2")
+        try emptiedAgain.setValue("new", forKey: "k7")
+        #expect(emptiedAgain.writerID == "d2")
+        try sync.synchronize(emptiedAgain)
+        #expect(emptiedAgain.writerID != "d2" && emptiedAgain.writerID != emptied.writerID)
+        try sync.synchronize(reader)
+        try sync.synchronize(emptiedAgain)
+        for store in [reader, emptiedAgain] {
+            #expect(store.value(forKey: "k7") == "new" && store.value(forKey: "k9") == "old", "\(store.writerID): \(store.replicatedState)")
+        }
+    }
+
     @Test func filesOfAnotherAccountOrReplicaAreRefusedAndReported() throws {
         let folder = InMemoryFolder()
         let sync = SharedFolderSync(files: folder)

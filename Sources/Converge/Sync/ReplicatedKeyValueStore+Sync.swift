@@ -357,6 +357,9 @@ extension ReplicatedKeyValueStore {
             // Named so that this replica, reading the file back, can tell a copy of itself.
             var gossip = state.meshMachine.broadcast(from: state.map, after: published)
             gossip?.writerSessions = state.writerSessions
+            // The sessions are of the writer ID, which a twin of this replica compares only
+            // with its own: say which it is after a new incarnation.
+            if state.writerID != replicaID { gossip?.writer = state.writerID }
             return gossip
         }
     }
