@@ -80,9 +80,11 @@ struct ReferenceModel {
     }
 
     /// Whether a re-stamped copy stands in for its original (see
-    /// ``representedIndices(knowing:)``): in the mesh only, where devices take a restored
-    /// store's writes before it finds its counters reused. Elsewhere a hub or the store's own
-    /// files find the reuse before anyone takes them, and the original must stay.
+    /// ``representedIndices(knowing:)``): in the mesh and the shared folder, where devices
+    /// take a restored or copied store's writes before it finds its counters reused (in a
+    /// folder, twins find each other only through their files, and re-stamp from the first
+    /// counter both issued). In the hub topology the hub finds the reuse before anyone takes
+    /// them, and the original must stay.
     var copiesStandIn = false
 
     /// The write each re-stamped copy copies, by the copy's index in ``writes``.

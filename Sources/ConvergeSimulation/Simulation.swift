@@ -91,8 +91,9 @@ public final class Simulation {
         quota = options.quota
         hooks = VariantHooks(input.variant, ambientJitter: input.ambientJitter)
         hub = Self.makeHub(options: options, hooks: hooks, policy: input.customPolicy)
-        // Only mesh devices take a restored store's writes before it finds its counters reused.
-        model.copiesStandIn = options.topology == .mesh
+        // Mesh devices, and readers of a shared folder that twins under one replica ID write,
+        // take a store's writes before it finds its counters reused; a hub finds it first.
+        model.copiesStandIn = options.topology != .hub
         let decisions: any NetworkDecisions
         if let recorded = input.recordedFates {
             decisions = RecordedNetworkDecisions(fates: recorded, defaultDelayMs: options.minLatencyMs)
