@@ -89,7 +89,10 @@ extension ReplicatedKeyValueStore {
                 state.writerSessions.firstDisagreement(with: file.sessions, through: min(file.known[writer], own))
             }.min()
             if writer.base == writer && files.contains(where: { $0.writer != writer && $0.writer.base == writer }) {
-                // What the files show this store wrote is safe to keep; the rest is re-stamped.
+                // What its own files show it wrote, readers took as its: kept (a twin that lagged
+                // may have issued some of those counters too). The rest is re-stamped: usually
+                // all of it, since the later writer ID's snapshot removed this store's files,
+                // and readers that took those writes then hold each twice (known, not fixed).
                 let shown = mine.map { min($0.known[writer], own) }.max() ?? 0
                 reusedFrom = min(reusedFrom ?? .max, min(shown, (reusedFrom ?? .max) - 1) + 1)
             }

@@ -135,22 +135,20 @@ public struct SharedFolderSync: Sendable {
         // The files that tell what this replica wrote: each delta and the last part of each
         // snapshot (`nil` for one that is unreadable, another's, or gone).
         let read = sequence.filter { $0.part == $0.parts }.map { file in
-            (file: file, gossip: try? gossip(at: own + [file.name], account: account, replica: store.replicaID))
+            (file: file, summary: (try? gossip(at: own + [file.name], account: account, replica: store.replicaID)).map(FileSummary.init))
         }
         // What the folder holds of this replica: the context of its latest file. A snapshot
         // not all of whose parts were written (the writer was killed meanwhile) is not
         // readable, nor is anything after it; nor is a delta after a broken link of the chain
         // (see `chainIsWhole`): write a fresh snapshot.
         let whole = Self.chainIsWhole(sequence, read: read)
-        let published = whole ? read.last?.gossip?.delta.context : nil
+        let published = whole ? read.last?.summary?.context : nil
         // The replica's own files knowing more of its writes than the store does, or naming
         // another write session for a counter both reach, prove its counters reused (the
         // store was restored, copied or recreated, or a twin under the same replica ID writes
         // here too, under names this replica wrote): it starts a new incarnation, and
         // publishes a snapshot under it.
-        let history = read.compactMap(\.gossip).map { gossip in
-            (writer: gossip.writer ?? gossip.sender, known: gossip.delta.context, sessions: gossip.writerSessions)
-        }
+        let history = read.compactMap(\.summary).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
         let restarted = history.isEmpty ? false : try store.checkOwnHistory(history)
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
         var snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
@@ -188,19 +186,39 @@ public struct SharedFolderSync: Sendable {
     ///
     /// - Parameters:
     ///   - sequence: The replica's files, in sequence order.
-    ///   - read: Its deltas and the last part of each snapshot, with their contents.
-    static func chainIsWhole(_ sequence: [SequencedFile], read: [(file: SequencedFile, gossip: SyncGossip?)]) -> Bool {
+    ///   - read: Its deltas and the last part of each snapshot, with what they hold.
+    static func chainIsWhole(_ sequence: [SequencedFile], read: [(file: SequencedFile, summary: FileSummary?)]) -> Bool {
         guard let snapshot = latestCompleteSnapshot(in: sequence), let last = snapshot.last,
-              let start = read.firstIndex(where: { $0.file.name == last.name }), let head = read[start].gossip else { return false }
-        var context = head.delta.context
+              let start = read.firstIndex(where: { $0.file.name == last.name }), let head = read[start].summary,
+              head.basis == nil else { return false }
+        var context = head.context
         var expected = last.sequence + 1
-        for (file, gossip) in read[(start + 1)...] {
-            guard !file.isSnapshot, file.sequence == expected, let delta = gossip, delta.basis == context else { return false }
-            context = delta.delta.context
+        for (file, summary) in read[(start + 1)...] {
+            guard !file.isSnapshot, file.sequence == expected, let delta = summary, delta.basis == context else { return false }
+            context = delta.context
             expected += 1
         }
         // A part of a later snapshot (not its last) breaks the chain too.
         return sequence.last?.sequence ?? 0 < expected
+    }
+
+    /// What a writer needs of one of its own files: not the entries, which may be large.
+    struct FileSummary {
+        /// What the file's writer held when it wrote it.
+        var context: VersionVector
+        /// The context the delta was computed for (`nil` for a snapshot).
+        var basis: VersionVector?
+        /// The writer ID the file was written under.
+        var writer: ReplicaID
+        /// The write sessions the file names, of ``writer``.
+        var sessions: WriterSessions
+
+        init(_ gossip: SyncGossip) {
+            context = gossip.delta.context
+            basis = gossip.basis
+            writer = gossip.writer ?? gossip.sender
+            sessions = gossip.writerSessions
+        }
     }
 
     /// The encoded files of a snapshot: one if it fits in ``maximumFileBytes``, else parts
@@ -215,6 +233,7 @@ public struct SharedFolderSync: Sendable {
             var part = SyncGossip(account: gossip.account, sender: gossip.sender,
                                   delta: ReplicatedMap.Delta(entries: entries, context: context), wantsReply: false)
             part.writerSessions = gossip.writerSessions
+            part.writer = gossip.writer
             return .gossip(part)
         }
         let empty = try message([:]).encoded().count

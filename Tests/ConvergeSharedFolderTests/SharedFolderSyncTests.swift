@@ -272,6 +272,25 @@ struct SharedFolderSyncTests {
         }
     }
 
+    /// A snapshot that names a basis (planted, or damaged into one) is refused by every reader
+    /// that holds less; the writer does not take it as the head of its chain, so its next
+    /// file is a snapshot again, not a delta nobody can take.
+    @Test func aSnapshotNamingABasisIsNotTheHeadOfAChain() throws {
+        let folder = InMemoryFolder()
+        let sync = SharedFolderSync(files: folder)
+        let alice = store("alice"), bob = store("bob")
+        try alice.setValue("one", forKey: "a")
+        try sync.synchronize(alice)
+        var planted = SyncGossip(account: .default, sender: "alice", delta: alice.replicatedState.asDelta, wantsReply: false)
+        planted.basis = VersionVector(["carol": 5])
+        try folder.write(try SyncMessage.gossip(planted).encoded(), to: ["default", "alice", "00000000000000000002.snapshot"])
+        try alice.setValue("two", forKey: "b")
+        let report = try sync.synchronize(alice)
+        #expect(report.written == "memory:/default/alice/00000000000000000003.snapshot")
+        try sync.synchronize(bob)
+        #expect(bob.value(forKey: "a") == "one" && bob.value(forKey: "b") == "two")
+    }
+
     @Test func filesOfAnotherAccountOrReplicaAreRefusedAndReported() throws {
         let folder = InMemoryFolder()
         let sync = SharedFolderSync(files: folder)
