@@ -87,7 +87,10 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     public static func < (lhs: ReplicaID, rhs: ReplicaID) -> Bool {
-        lhs.rawValue.precedesInUTF8Order(rhs.rawValue)
+        // Replica IDs are ASCII, which `String` compares by its bytes (ASCII text is in
+        // normal form already), through a path several times faster than walking the UTF-8
+        // views: version vectors sort their replicas at every encoding.
+        lhs.rawValue < rhs.rawValue
     }
 
     public var description: String { rawValue }

@@ -99,13 +99,29 @@ extension ReplicatedMap {
     /// its stale entries outnumber the siblings (so it stays within about twice their number,
     /// and each rebuild is paid for by as many writes as it drops).
     mutating func reindex(forKey key: String, old: [Sibling], new: [Sibling]) {
+        switch (Self.holdsOnlyTombstones(old), Self.holdsOnlyTombstones(new)) {
+        case (false, true): _tombstoneKeys.insert(key)
+        case (true, false): _tombstoneKeys.remove(key)
+        default: break
+        }
         _siblingCount += new.count - old.count
         _dotIndex.insert(new, replacing: old, forKey: key)
         if _dotIndex.count > 2 * _siblingCount + 64 { _dotIndex = _DotIndex(_entries) }
     }
 
+    /// Whether a key with these siblings holds only tombstones (and at least one).
+    static func holdsOnlyTombstones(_ siblings: [Sibling]) -> Bool {
+        !siblings.isEmpty && siblings.allSatisfy(\.isTombstone)
+    }
+
+    /// The keys of `entries` that hold only tombstones (``_tombstoneKeys``).
+    static func tombstoneKeys(of entries: [String: [Sibling]]) -> Set<String> {
+        Set(entries.lazy.filter { holdsOnlyTombstones($0.value) }.map(\.key))
+    }
+
     /// The index's own invariants, too costly to check after every mutation: every sibling
-    /// has an entry, each run's sorted prefix is sorted, stale entries are bounded. Checked by
+    /// has an entry, each run's sorted prefix is sorted, stale entries are bounded, and the
+    /// keys that hold only tombstones are exactly the ones ``_tombstoneKeys`` names. Checked by
     /// the tests that compare ``delta(for:)`` with a full scan.
     ///
     /// - Complexity: O(*n* log *n*) in the number of siblings.
@@ -126,10 +142,19 @@ extension ReplicatedMap {
                 return "sibling \(sibling.dot) of \"\(key)\" is missing from the dot index"
             }
         }
+        if _tombstoneKeys != Self.tombstoneKeys(of: _entries) { return "the keys that hold only tombstones are not the ones indexed" }
         if siblingCount != _siblingCount { return "the sibling count \(_siblingCount) does not match the entries (\(siblingCount))" }
         if _dotIndex.count > 2 * _siblingCount + 64 { return "the dot index holds \(_dotIndex.count) entries for \(_siblingCount) siblings" }
         if indexed.count > _dotIndex.count { return "the dot index counts \(_dotIndex.count) entries but holds \(indexed.count)" }
         return nil
+    }
+
+    /// ``collectableKeys(stableFrontier:)`` by scanning every key: the definition the index
+    /// of tombstone keys must reproduce, kept for the tests that compare the two.
+    func _collectableKeysByScanning(stableFrontier: VersionVector) -> [String] {
+        _entries.compactMap { key, siblings in
+            siblings.allSatisfy { $0.isTombstone && stableFrontier.contains($0.dot) } ? key : nil
+        }.sortedByUTF8()
     }
 
     /// ``delta(for:)`` by scanning every key: the definition the index must reproduce, kept

@@ -17,6 +17,17 @@ public struct DecodingLimits: Hashable, Sendable {
 
 extension VersionVector {
     /// Appends the canonical encoding: the replicas in order, each with its counter.
+    /// The bytes ``encode(into:)`` writes, counted without sorting the replicas (what a
+    /// size budget needs, at every reply).
+    package var encodedSize: Int {
+        var size = BinaryWriter.varintSize(UInt64(counters.count))
+        for (replica, counter) in counters {
+            let length = replica.rawValue.utf8.count
+            size += BinaryWriter.varintSize(UInt64(length)) + length + BinaryWriter.varintSize(counter)
+        }
+        return size
+    }
+
     package func encode(into writer: inout BinaryWriter) {
         let sorted = sortedEntries
         writer.writeVarint(UInt64(sorted.count))

@@ -26,9 +26,7 @@ extension ReplicatedMap {
 
     /// At most the bytes a delta of `entries` under `context` encodes to.
     static func deltaBytesBound(entries: [String: [Sibling]], context: VersionVector) -> Int {
-        var writer = BinaryWriter()
-        context.encode(into: &writer)
-        var size = writer.bytes.count + BinaryWriter.varintSize(UInt64(entries.count))
+        var size = context.encodedSize + BinaryWriter.varintSize(UInt64(entries.count))
         for (key, siblings) in entries { size += entryBytesBound(key: key, siblings: siblings) }
         return size
     }
@@ -61,9 +59,7 @@ extension ReplicatedMap {
             for sibling in siblings where !peerContext.contains(sibling.dot) { lacking.append((sibling.dot, key)) }
         }
         lacking.sort { ($0.dot.counter, $0.dot.replica) < ($1.dot.counter, $1.dot.replica) }
-        var writer = BinaryWriter()
-        context.encode(into: &writer)
-        var used = writer.bytes.count + 5
+        var used = context.encodedSize + 5
         var taken: Set<String> = []
         var stoppedAt: [ReplicaID: UInt64] = [:]
         for (dot, key) in lacking where stoppedAt[dot.replica] == nil {
@@ -105,9 +101,7 @@ extension ReplicatedMap {
     /// - Complexity: O(*k* log *k*) in the keys.
     public func fullStatePage(after: String?, within: VersionVector, maximumBytes: Int) -> (delta: Delta, keys: KeySpan) {
         let pageContext = context.intersection(within)
-        var writer = BinaryWriter()
-        pageContext.encode(into: &writer)
-        var used = writer.bytes.count + 5
+        var used = pageContext.encodedSize + 5
         var entries: [String: [Sibling]] = [:]
         var last: String?
         let keys = keys(after: after)

@@ -52,10 +52,18 @@ public struct StabilityTracker: Hashable, Sendable {
             }
             lowest[replica] = low
         }
-        let minimum = VersionVector(lowest)
         var witnessed: [ReplicaID: UInt64] = [:]
         for (member, context) in acknowledged where context[member] > 0 { witnessed[member] = context[member] }
-        let witnessedVector = VersionVector(witnessed)
+        return observe(minimum: VersionVector(lowest), witnessed: VersionVector(witnessed))
+    }
+
+    /// Records one round of acknowledgements given as what it comes to: their pointwise
+    /// minimum, and what each member acknowledged of its own writes. Returns the safe
+    /// frontier, as ``observe(acknowledged:)`` does for the round itself.
+    ///
+    /// - Complexity: O(*r* · *c*) for *r* replicas and *c* remembered candidates.
+    @discardableResult
+    mutating func observe(minimum: VersionVector, witnessed witnessedVector: VersionVector) -> VersionVector {
         // The newest candidate whose witnessed writes everyone now knows becomes safe.
         // Candidates are in the order they were made, so the covered ones form a prefix in
         // practice; taking the end of the covered prefix is safe (any covered candidate is)

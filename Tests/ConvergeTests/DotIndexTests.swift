@@ -6,13 +6,18 @@ import Testing
 /// `delta(for:)` walks an index of writes by replica and counter; these compare it with the
 /// scan of every key it replaced, on random histories and on larger maps that churn (many
 /// overwrites, so the index rebuilds itself; joins of whole states, whose writes arrive out
-/// of counter order; collection; decoding; contexts of every age).
+/// of counter order; collection; decoding; contexts of every age). The keys that tombstone
+/// collection may drop, kept in an index too, are compared with a scan the same way.
 @Suite("Replicated map: a delta through the dot index equals a scan of every key")
 struct DotIndexTests {
     /// The difference between the delta through the index and the scan for `peer`, if any.
     static func mismatch(_ map: ReplicatedMap, _ peer: VersionVector) -> String? {
         if let violation = map._dotIndexViolation() { return violation }
         let indexed = map.delta(for: peer), scanned = map._deltaByScanning(for: peer)
+        let collectable = map.collectableKeys(stableFrontier: peer), collectableByScan = map._collectableKeysByScanning(stableFrontier: peer)
+        if collectable != collectableByScan {
+            return "collectable keys below \(peer) differ from the scan: \(collectable) against \(collectableByScan)"
+        }
         guard indexed != scanned else { return nil }
         let keys = Set(indexed.entries.keys).symmetricDifference(scanned.entries.keys).sortedByUTF8()
         return "delta for \(peer) differs from the scan (keys \(keys); \(indexed.entries.count) against \(scanned.entries.count))"
@@ -83,6 +88,21 @@ struct DotIndexTests {
                 }
             }
         }
+    }
+
+    /// The checker of the index of keys that hold only tombstones catches one left out: the
+    /// key would never be collected.
+    @Test func aTombstoneKeyMissingFromItsIndexIsCaught() {
+        var map = ReplicatedMap()
+        map.write(.integer(1), forKey: "kept", replica: "w", timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 0))
+        map.write(.integer(2), forKey: "gone", replica: "w", timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 1))
+        map.write(nil, forKey: "gone", replica: "w", timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 2))
+        #expect(map.collectableKeys(stableFrontier: map.context) == ["gone"])
+        #expect(Self.mismatch(map, map.context) == nil)
+        map._tombstoneKeys.remove("gone")
+        #expect(map._dotIndexViolation() == "the keys that hold only tombstones are not the ones indexed")
+        #expect(map.collectableKeys(stableFrontier: map.context).isEmpty)
+        #expect(map._collectableKeysByScanning(stableFrontier: map.context) == ["gone"])
     }
 
     @Test func aDeltaOfOneWriteInALargeMapHoldsOnlyItsKey() {

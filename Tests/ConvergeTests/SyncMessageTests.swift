@@ -307,6 +307,40 @@ struct SyncMessageTests {
                 == "malformed input: unexpected end of input at byte 7")
     }
 
+    /// Size budgets count a version vector's bytes without encoding it; the count must be
+    /// what the encoding writes, or a reply could outgrow its budget.
+    @Test func aVersionVectorsCountedSizeIsItsEncodedSize() {
+        var random = Xoshiro256StarStar(seed: 7)
+        for _ in 0..<500 {
+            var counters: [ReplicaID: UInt64] = [:]
+            for _ in 0..<random.next(below: 40) {
+                let name = String(repeating: "r", count: random.next(in: 1...ReplicaID.maximumLengthBytes - 3)) + "\(random.next(below: 100))"
+                counters[ReplicaID(name)!] = random.next() >> UInt64(random.next(below: 64))
+            }
+            let vector = VersionVector(counters.filter { $0.value > 0 })
+            var writer = BinaryWriter()
+            vector.encode(into: &writer)
+            #expect(vector.encodedSize == writer.bytes.count, "\(vector)")
+        }
+    }
+
+    /// Encodings sort replicas by `ReplicaID`'s `<`, which compares the IDs as `String`s:
+    /// for the ASCII a replica ID may hold, that must be the order of their UTF-8 bytes,
+    /// the one order every replica and language shares.
+    @Test func replicaIDsOrderAsTheirUTF8Bytes() {
+        let characters = Array("azAZ09._:@-")
+        var random = Xoshiro256StarStar(seed: 11)
+        var ids: [ReplicaID] = []
+        for _ in 0..<2_000 {
+            let base = String((0..<random.next(in: 1...12)).map { _ in random.element(of: characters) })
+            guard let id = ReplicaID(base) else { continue }
+            ids.append(random.next(below: 4) == 0 ? id.incarnation(UInt64(random.next(in: 2...30))) : id)
+        }
+        for (a, b) in zip(ids, ids.shuffled(using: &random)) {
+            #expect((a < b) == a.rawValue.utf8.lexicographicallyPrecedes(b.rawValue.utf8), "\(a) against \(b)")
+        }
+    }
+
     @Test func aSteadyStateExchangeIsSmall() throws {
         // Two devices that have synced and changed nothing: what one exchange costs.
         let hub = InMemoryHub(clock: ManualClock())

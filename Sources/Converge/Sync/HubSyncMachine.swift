@@ -77,6 +77,10 @@ public struct HubSyncMachine: Sendable {
         /// The inputs and result of the last collection: nothing to redo while the members'
         /// acknowledgements and the hub's context are unchanged.
         var lastCollection: (members: [ReplicaID: VersionVector], context: VersionVector, frontier: VersionVector)?
+        /// The minimum of the acknowledgements collection last observed, kept by difference
+        /// so that a push costs what changed, not every member's every replica. Not stored:
+        /// rebuilt at the first collection after a load.
+        var acknowledgedMinimum = AcknowledgedMinimum()
         /// The writer ID of this machine's compensating writes; `nil` until its first one
         /// since the state was loaded from storage (see ``HubSyncMachine/writer(of:current:session:in:)``).
         /// Not stored: a copy of the state loaded again may be older than writes made from it.
@@ -211,7 +215,9 @@ public struct HubSyncMachine: Sendable {
             return reply
         }
         retireSilentMembers(nowMilliseconds: nowMilliseconds)
-        var state = accounts[push.account] ?? AccountState()
+        // Taken out while it changes (nothing below throws or returns early), so that its map
+        // is not shared with the dictionary and changes in place instead of being copied whole.
+        var state = accounts.removeValue(forKey: push.account) ?? AccountState()
         let sent = state.members[push.device]?.lastReplyContext ?? state.retired[push.device] ?? VersionVector()
         // A device that knows of others' writes the hub holds and never sent it learnt them
         // from a hub that is lost (this one before it was restored from an older copy, or
@@ -463,8 +469,8 @@ public struct HubSyncMachine: Sendable {
                             lostHubWrites: VersionVector = VersionVector(), sessionTip: WriterSessions.Tip? = nil,
                             device: ReplicaID? = nil) -> Int {
         var writer = BinaryWriter()
-        frontier.encode(into: &writer)
-        if !lostHubWrites.isEmpty { lostHubWrites.encode(into: &writer) }
+        var vectors = frontier.encodedSize
+        if !lostHubWrites.isEmpty { vectors += lostHubWrites.encodedSize }
         if let sessionTip {
             writer.writeVarint(sessionTip.counter)
             writer.writeFixed64(sessionTip.session)
@@ -472,7 +478,7 @@ public struct HubSyncMachine: Sendable {
         writer.writeString(account.rawValue)
         if let device { writer.writeString(device.rawValue) }
         for key in rejectedKeys { writer.writeString(key) }
-        return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - writer.bytes.count - 32)
+        return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - vectors - writer.bytes.count - 32)
     }
 
     /// The full state for a returning device that has joined the pages up to `after`:
@@ -647,6 +653,7 @@ public struct HubSyncMachine: Sendable {
             let silent = state.members.filter { nowMilliseconds > $0.value.lastSeenMilliseconds &+ retirementIntervalMilliseconds }
                 .keys.sorted()
             guard !silent.isEmpty else { continue }
+            accounts[account] = nil // not shared while it changes: see receive
             for device in silent {
                 state.retired[device] = state.members[device]!.lastReplyContext
                 state.members[device] = nil
@@ -763,7 +770,8 @@ public struct HubSyncMachine: Sendable {
         }
         var acknowledged: [ReplicaID: VersionVector] = [hubID: state.map.context]
         for (device, member) in state.members { acknowledged[device] = member.acknowledged }
-        var frontier = state.stability.observe(acknowledged: acknowledged)
+        state.acknowledgedMinimum.update(to: acknowledged)
+        var frontier = state.stability.observe(minimum: state.acknowledgedMinimum.minimum, witnessed: state.acknowledgedMinimum.witnessed)
         if _collectsBeforeStable { frontier = state.map.context }
         state.tombstonesCollected += state.map.collectTombstones(stableFrontier: frontier)
         state.lastCollection = (state.members.mapValues(\.acknowledged), state.map.context, frontier)
