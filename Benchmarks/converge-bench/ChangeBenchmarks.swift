@@ -111,7 +111,7 @@ enum ChangeBenchmarks {
         let acknowledged = fixture.exchange(acknowledgement)
         let actions = reader.receive(try! SyncMessage(encoded: acknowledged))
         guard case .applyDelta(let nothing)? = actions.first, nothing.entries.isEmpty, reader.hubContext == readerState.context else {
-            preconditionFailure("the acknowledgement was answered with \(actions)")
+            fatalError("the acknowledgement was answered with \(actions)")
         }
         // Another member writes one key and pushes it.
         let key = "changed", value = Value.string("a new value")
@@ -148,6 +148,11 @@ struct HubFixture {
 
     init(keys: Int, members count: Int) {
         members = (0..<count).map { ReplicaID("device-\($0)")! }
+        // What the hub last sent each member: the basis of its next push, as a device's
+        // sync machine names it. (A push with no basis is a device's whole state, which the
+        // hub joins as one: a member claiming everything and holding nothing would make the
+        // hub drop every key.)
+        var sent: [VersionVector] = []
         for (index, device) in members.enumerated() {
             var state = ReplicatedMap()
             for key in stride(from: index, to: keys, by: count) {
@@ -158,6 +163,7 @@ struct HubFixture {
             let reply = try! hub.receive(push, nowMilliseconds: Self.now)
             joinMilliseconds += Measure.threadCPUMilliseconds() - start
             precondition(reply.rejectedKeys.isEmpty)
+            sent.append(reply.delta.context)
         }
         precondition(hub.members(of: .default).count == count && hub.state(of: .default).entries.count == keys)
         // Then every member takes the whole state and says so, as devices in a steady state
@@ -165,12 +171,26 @@ struct HubFixture {
         // The hub believes what a device claims of others only up to what it sent it, so
         // every member is first sent the whole state, then shows it holds it.
         let context = hub.state(of: .default).context
-        for round in 0..<2 {
-            for device in members {
-                let reply = try! hub.receive(SyncPush(account: .default, device: device, delta: ReplicatedMap.Delta(entries: [:], context: context)),
+        for round in 0..<3 {
+            for (index, device) in members.enumerated() {
+                // First each member claims only what it was sent, and is sent the rest (in
+                // pages when it is large); then it holds, and claims, the whole context.
+                var reply: SyncReply
+                repeat {
+                    let holding = round == 0 ? sent[index] : context
+                    reply = try! hub.receive(SyncPush(account: .default, device: device, delta: ReplicatedMap.Delta(entries: [:], context: holding),
+                                                      basis: sent[index]),
                                              nowMilliseconds: Self.now)
-                precondition(round == 0 || reply.delta.entries.isEmpty)
+                    guard reply.kind == .delta, round == 0 || (reply.delta.entries.isEmpty && !reply.moreToCome) else {
+                        fatalError("member \(device) was answered in round \(round) with a \(reply.kind) of \(reply.delta.entries.count) keys")
+                    }
+                    sent[index].formUnion(reply.delta.context)
+                } while reply.moreToCome
+                guard round < 2 || reply.stableFrontier == context else { fatalError("member \(device) was not told that everything is stable") }
             }
+        }
+        guard hub.state(of: .default).entries.count == keys, hub.state(of: .default).context == context else {
+            fatalError("the hub no longer holds the \(keys) keys its members wrote")
         }
     }
 

@@ -4,11 +4,10 @@
 /// (``StabilityTracker/observe(minimum:witnessed:)``).
 ///
 /// Computing the minimum afresh costs a lookup per member and replica, at every push to a
-/// hub: about 2.4 million at 1,540 members. Here a round costs a comparison per member
-/// (contexts that did not change share their storage with the last round's, and compare
-/// at once) plus a lookup per replica of each context that changed. Per replica it keeps
-/// the minimum and how many members sit at it; only when the last of them moves up is the
-/// replica scanned across the members again, which every member must have acknowledged
+/// hub: about 2.4 million at 1,540 members. Here a member whose acknowledgement changed
+/// (``set(_:to:)``) costs a lookup per replica of its old and new contexts. Per replica it
+/// keeps the minimum and how many members sit at it; only when the last of them moves up is
+/// the replica scanned across the members again, which every member must have acknowledged
 /// past, so the scan is paid for by as many acknowledgements.
 ///
 /// A replica absent from a context counts as 0. Nothing here depends on the order of a
@@ -37,15 +36,33 @@ struct AcknowledgedMinimum: Sendable {
     /// What each member acknowledged of its own writes.
     var witnessed: VersionVector { VersionVector(witnessedCounters) }
 
-    /// Takes one round of acknowledgements, one per member (every member listed).
+    /// Takes one round of acknowledgements, one per member (every member listed), comparing
+    /// each with the last round's: O(*m* · *r*) when the contexts are equal but not shared.
+    /// ``set(_:to:)`` and ``remove(_:)`` take what is known to have changed.
     mutating func update(to round: [ReplicaID: VersionVector]) {
         for member in acknowledged.keys where round[member] == nil { remove(member) }
-        for (member, context) in round {
-            if let old = acknowledged[member] {
-                if old != context { change(member, from: old, to: context) }
-            } else {
-                add(member, context)
-            }
+        for (member, context) in round { set(member, to: context) }
+    }
+
+    /// Takes `member`'s acknowledgement (a member that joins, or one that acknowledged anew).
+    mutating func set(_ member: ReplicaID, to context: VersionVector) {
+        if let old = acknowledged[member] {
+            if old != context { change(member, from: old, to: context) }
+        } else {
+            add(member, context)
+        }
+    }
+
+    /// Forgets `member` (one that left).
+    mutating func remove(_ member: ReplicaID) {
+        guard let context = acknowledged.removeValue(forKey: member) else { return }
+        witnessedCounters[member] = nil
+        if acknowledged.isEmpty {
+            lowest = [:]
+            return
+        }
+        for (replica, low) in lowest where context[replica] == low.counter {
+            if low.members > 1 { lowest[replica]!.members -= 1 } else { rescan(replica) }
         }
     }
 
@@ -65,18 +82,6 @@ struct AcknowledgedMinimum: Sendable {
             lowest[replica] = others == 0 ? (counter, 1) : (0, others)
         }
         witnessedCounters[member] = context[member] > 0 ? context[member] : nil
-    }
-
-    private mutating func remove(_ member: ReplicaID) {
-        guard let context = acknowledged.removeValue(forKey: member) else { return }
-        witnessedCounters[member] = nil
-        if acknowledged.isEmpty {
-            lowest = [:]
-            return
-        }
-        for (replica, low) in lowest where context[replica] == low.counter {
-            if low.members > 1 { lowest[replica]!.members -= 1 } else { rescan(replica) }
-        }
     }
 
     private mutating func change(_ member: ReplicaID, from old: VersionVector, to new: VersionVector) {

@@ -20,39 +20,80 @@ extension ReplicatedMap {
             var key: String
         }
 
-        /// One replica's writes: a prefix sorted by counter, then writes that arrived out of
-        /// order (a merge of another replica's state walks keys, not counters), merged into
-        /// the prefix when the tail grows past a quarter of it.
+        /// One replica's writes, sorted by counter: a main array, which writes in counter
+        /// order extend, and a few smaller sorted levels for writes that arrived out of order
+        /// (a merge of another replica's state walks keys, not counters). An out-of-order
+        /// write starts a level of one, merged with the last level while that one is no
+        /// larger, so the levels halve in size and number O(log *n*); they all merge into
+        /// the main array when they hold more than a quarter of it. A search then costs a
+        /// binary search per level, never a walk of the writes that arrived out of order.
         struct Run: Sendable {
-            var writes: [Write] = []
-            var sortedCount = 0
+            /// The writes in counter order (the main array).
+            private(set) var writes: [Write] = []
+            /// The writes that arrived out of order: each level sorted, each smaller than the one before.
+            private(set) var levels: [[Write]] = []
+            private var leveledCount = 0
 
-            mutating func append(_ write: Write) {
-                let inOrder = sortedCount == writes.count && (writes.last.map { $0.counter <= write.counter } ?? true)
+            /// Appends `write` to the main array whatever its counter: ``sort()`` must follow.
+            mutating func appendUnsorted(_ write: Write) {
                 writes.append(write)
-                if inOrder {
-                    sortedCount += 1
-                } else if writes.count - sortedCount > Swift.max(16, sortedCount / 4) {
-                    sort()
-                }
             }
 
+            mutating func append(_ write: Write) {
+                if levels.isEmpty && (writes.last.map { $0.counter <= write.counter } ?? true) {
+                    writes.append(write)
+                    return
+                }
+                var carry = [write]
+                while let last = levels.last, last.count <= carry.count {
+                    carry = Self.merged(levels.removeLast(), carry)
+                }
+                levels.append(carry)
+                leveledCount += 1
+                if leveledCount > Swift.max(16, writes.count / 4) { sort() }
+            }
+
+            /// Merges every level into the main array.
             mutating func sort() {
+                for level in levels { writes.append(contentsOf: level) }
                 writes.sort { $0.counter < $1.counter }
-                sortedCount = writes.count
+                levels = []
+                leveledCount = 0
+            }
+
+            static func merged(_ a: [Write], _ b: [Write]) -> [Write] {
+                var result: [Write] = []
+                result.reserveCapacity(a.count + b.count)
+                var i = 0, j = 0
+                while i < a.count && j < b.count {
+                    if b[j].counter < a[i].counter { result.append(b[j]); j += 1 } else { result.append(a[i]); i += 1 }
+                }
+                result.append(contentsOf: a[i...])
+                result.append(contentsOf: b[j...])
+                return result
             }
 
             /// Calls `body` with every write whose counter is above `counter`.
             func forEach(above counter: UInt64, _ body: (Write) -> Void) {
+                Self.forEach(in: writes, above: counter, body)
+                for level in levels { Self.forEach(in: level, above: counter, body) }
+            }
+
+            private static func forEach(in sorted: [Write], above counter: UInt64, _ body: (Write) -> Void) {
                 var low = 0
-                var high = sortedCount
+                var high = sorted.count
                 while low < high {
                     let middle = (low + high) / 2
-                    if writes[middle].counter <= counter { low = middle + 1 } else { high = middle }
+                    if sorted[middle].counter <= counter { low = middle + 1 } else { high = middle }
                 }
-                for index in low..<writes.count where index < sortedCount || writes[index].counter > counter {
-                    body(writes[index])
-                }
+                for index in low..<sorted.count { body(sorted[index]) }
+            }
+
+            /// Whether the main array and every level are in counter order, and levels shrink.
+            var isOrdered: Bool {
+                let arrays = [writes] + levels
+                for array in arrays where zip(array, array.dropFirst()).contains(where: { $0.counter > $1.counter }) { return false }
+                return zip(levels, levels.dropFirst()).allSatisfy { $0.count > $1.count }
             }
         }
 
@@ -64,7 +105,7 @@ extension ReplicatedMap {
         init(_ entries: [String: [Sibling]] = [:]) {
             for (key, siblings) in entries {
                 for sibling in siblings {
-                    runs[sibling.dot.replica, default: Run()].writes.append(Write(counter: sibling.dot.counter, key: key))
+                    runs[sibling.dot.replica, default: Run()].appendUnsorted(Write(counter: sibling.dot.counter, key: key))
                     count += 1
                 }
             }
@@ -120,7 +161,7 @@ extension ReplicatedMap {
     }
 
     /// The index's own invariants, too costly to check after every mutation: every sibling
-    /// has an entry, each run's sorted prefix is sorted, stale entries are bounded, and the
+    /// has an entry, each run's arrays are sorted and its levels shrink, stale entries are bounded, and the
     /// keys that hold only tombstones are exactly the ones ``_tombstoneKeys`` names. Checked by
     /// the tests that compare ``delta(for:)`` with a full scan.
     ///
@@ -130,9 +171,10 @@ extension ReplicatedMap {
         var indexed: Set<Entry> = []
         for (replica, run) in _dotIndex.runs {
             for write in run.writes { indexed.insert(Entry(dot: Dot(replica: replica, counter: write.counter), key: write.key)) }
-            for index in 1..<Swift.max(1, run.sortedCount) where run.writes[index - 1].counter > run.writes[index].counter {
-                return "a run of the dot index is out of order in its sorted prefix"
+            for level in run.levels {
+                for write in level { indexed.insert(Entry(dot: Dot(replica: replica, counter: write.counter), key: write.key)) }
             }
+            if !run.isOrdered { return "a run of the dot index is out of counter order, or its levels do not shrink" }
         }
         var siblingCount = 0
         for key in _entries.keys.sortedByUTF8() {

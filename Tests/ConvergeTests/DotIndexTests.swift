@@ -105,6 +105,30 @@ struct DotIndexTests {
         #expect(map._collectableKeysByScanning(stableFrontier: map.context) == ["gone"])
     }
 
+    /// A run of the index takes writes in any order; a search above a counter finds exactly
+    /// the writes above it, whether they sit in the main array or in a level.
+    @Test(arguments: 0..<20)
+    func aRunFindsEveryWriteAboveACounterWhateverTheOrderTheyCameIn(seed: UInt64) {
+        var random = Xoshiro256StarStar(seed: seed)
+        var run = ReplicatedMap._DotIndex.Run()
+        var counters: [UInt64] = []
+        var next: UInt64 = 0
+        for step in 0..<random.next(in: 1...3_000) {
+            // Mostly in order, with bursts out of order (as a merge of another state's keys brings).
+            next += 1
+            let counter = random.next(below: 5) == 0 ? UInt64(random.next(in: 1...Int(next))) : next
+            run.append(ReplicatedMap._DotIndex.Write(counter: counter, key: "k\(step)"))
+            counters.append(counter)
+            if step % 97 == 0 || random.next(below: 200) == 0 {
+                let above = UInt64(random.next(below: Int(next) + 1))
+                var found: [UInt64] = []
+                run.forEach(above: above) { found.append($0.counter) }
+                #expect(found.sorted() == counters.filter { $0 > above }.sorted(), "seed \(seed), step \(step), above \(above)")
+                #expect(run.isOrdered, "seed \(seed), step \(step)")
+            }
+        }
+    }
+
     @Test func aDeltaOfOneWriteInALargeMapHoldsOnlyItsKey() {
         var map = ReplicatedMap()
         for index in 0..<1_000 {

@@ -84,6 +84,31 @@ struct InvariantTests {
         #expect(state._invariantViolation(of: .default)?.hasPrefix("state: usage") == true)
     }
 
+    /// The minimum of the acknowledgements the hub keeps by difference is checked against the
+    /// members' own: one that missed a change, and one that computed it wrong, are caught.
+    @Test func aHubWhoseKeptMinimumIsStaleIsCaught() throws {
+        var hub = HubSyncMachine()
+        var phone = ReplicatedMap()
+        for counter in 1...2 {
+            let before = phone.context
+            phone.write(.integer(Int64(counter)), forKey: "k", replica: "phone", timestamp: HybridTimestamp(wallMilliseconds: 100, logical: UInt32(counter)))
+            _ = try hub.receive(SyncPush(account: .default, device: "phone", delta: phone.delta(for: before), basis: before), nowMilliseconds: 1)
+        }
+        #expect(hub._invariantViolation(of: .default) == nil)
+
+        var missed = hub
+        missed.accounts[.default]!.acknowledgedMinimum.set("phone", to: VersionVector(["phone": 1]))
+        #expect(missed._invariantViolation(of: .default) == "the acknowledgements the kept minimum holds are not the members' and the hub's")
+
+        var neverRescans = AcknowledgedMinimum()
+        neverRescans._neverRescans = true
+        neverRescans.update(to: ["hub": VersionVector(["phone": 1]), "phone": VersionVector(["phone": 1])])
+        neverRescans.update(to: ["hub": VersionVector(["phone": 2]), "phone": VersionVector(["phone": 2])])
+        var wrong = hub
+        wrong.accounts[.default]!.acknowledgedMinimum = neverRescans
+        #expect(wrong._invariantViolation(of: .default) == "the kept minimum of the acknowledgements [phone:1] is not theirs, [phone:2]")
+    }
+
     @Test func aStoreWhoseClockIsBehindItsStateIsCaught() throws {
         let store = ReplicatedKeyValueStore(replicaID: "phone", clock: ManualClock(startMilliseconds: 1_000))
         try store.setValue("v", forKey: "k")

@@ -29,6 +29,8 @@ extension HubSyncMachine {
     ///   hub's context (a device cannot hold what the hub never had), and a reply's stable
     ///   frontier within the reply's context;
     /// - a device's recorded sessions reach a counter the hub holds, and name its session;
+    /// - the minimum of the acknowledgements kept by difference holds the members' and the
+    ///   hub's, and equals one computed afresh from them;
     /// - the stable frontier is within the hub's context (the hub is one of the
     ///   acknowledgements it is the minimum of).
     ///
@@ -58,6 +60,18 @@ extension HubSyncMachine {
             let known = state.sessions[device]!
             if known.through > context[device] { return "the sessions of \(device) reach \(known.through), beyond the hub's context \(context)" }
             if known.tip == nil { return "the sessions of \(device) do not reach back to \(known.through)" }
+        }
+        if !state.acknowledgedMinimum.acknowledged.isEmpty {
+            var acknowledged: [ReplicaID: VersionVector] = [hubID: context]
+            for (device, member) in state.members { acknowledged[device] = member.acknowledged }
+            if state.acknowledgedMinimum.acknowledged != acknowledged {
+                return "the acknowledgements the kept minimum holds are not the members' and the hub's"
+            }
+            var fresh = AcknowledgedMinimum()
+            fresh.update(to: acknowledged)
+            if state.acknowledgedMinimum.minimum != fresh.minimum || state.acknowledgedMinimum.witnessed != fresh.witnessed {
+                return "the kept minimum of the acknowledgements \(state.acknowledgedMinimum.minimum) is not theirs, \(fresh.minimum)"
+            }
         }
         if !state.stability.safeFrontier.isDominated(by: context) {
             return "the stable frontier \(state.stability.safeFrontier) is beyond the hub's context \(context)"

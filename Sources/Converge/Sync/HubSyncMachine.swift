@@ -293,7 +293,7 @@ public struct HubSyncMachine: Sendable {
         if !push.moreToCome && push.fullStateKeys == nil { member.acknowledged = push.delta.context }
         state.members[push.device] = member
         state.members[push.device]!.lastSeenMilliseconds = nowMilliseconds
-        let frontier = collect(&state)
+        let frontier = collect(&state, changed: [push.device])
         let lost = _hidesLostWrites ? VersionVector() : Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account,
                                       lostHubWrites: lost, sessionTip: state.sessions[push.device]?.tip, device: push.device)
@@ -659,7 +659,7 @@ public struct HubSyncMachine: Sendable {
                 state.members[device] = nil
                 retired.append((account, device))
             }
-            _ = collect(&state)
+            _ = collect(&state, changed: silent)
             accounts[account] = state
             _checkInvariants(of: account)
         }
@@ -762,15 +762,29 @@ public struct HubSyncMachine: Sendable {
     }
 
     /// Observes the members' acknowledgements and collects below the safe frontier.
-    private func collect(_ state: inout AccountState) -> VersionVector {
+    /// Observes the members' acknowledgements and collects the tombstones below the safe
+    /// frontier, which it returns. `changed` names the members whose acknowledgement changed,
+    /// or that joined or left, since the last collection: the minimum of the others' is kept
+    /// (``AcknowledgedMinimum``), and rebuilt from every member when it does not list them all.
+    private func collect(_ state: inout AccountState, changed: some Sequence<ReplicaID>) -> VersionVector {
         // Observing the same acknowledgements twice changes nothing: skip the work.
         if let last = state.lastCollection, last.context == state.map.context,
            last.members.count == state.members.count, state.members.allSatisfy({ last.members[$0.key] == $0.value.acknowledged }) {
             return last.frontier
         }
-        var acknowledged: [ReplicaID: VersionVector] = [hubID: state.map.context]
-        for (device, member) in state.members { acknowledged[device] = member.acknowledged }
-        state.acknowledgedMinimum.update(to: acknowledged)
+        state.acknowledgedMinimum.set(hubID, to: state.map.context)
+        for device in changed {
+            if let member = state.members[device] {
+                state.acknowledgedMinimum.set(device, to: member.acknowledged)
+            } else {
+                state.acknowledgedMinimum.remove(device)
+            }
+        }
+        if state.acknowledgedMinimum.acknowledged.count != state.members.count + 1 {
+            var acknowledged: [ReplicaID: VersionVector] = [hubID: state.map.context]
+            for (device, member) in state.members { acknowledged[device] = member.acknowledged }
+            state.acknowledgedMinimum.update(to: acknowledged)
+        }
         var frontier = state.stability.observe(minimum: state.acknowledgedMinimum.minimum, witnessed: state.acknowledgedMinimum.witnessed)
         if _collectsBeforeStable { frontier = state.map.context }
         state.tombstonesCollected += state.map.collectTombstones(stableFrontier: frontier)
