@@ -22,9 +22,10 @@ extension ReplicatedMap {
 
         /// One replica's writes, sorted by counter: a main array, which writes in counter
         /// order extend, and a few smaller sorted levels for writes that arrived out of order
-        /// (a merge of another replica's state walks keys, not counters). An out-of-order
-        /// write starts a level of one, merged with the last level while that one is no
-        /// larger, so the levels halve in size and number O(log *n*); they all merge into
+        /// (a merge of another replica's state walks keys, not counters). Out-of-order writes
+        /// wait in a short unsorted list; each time it fills, it is sorted into a new level,
+        /// merged with the last level while that one is no larger, so the levels halve in
+        /// size and number O(log *n*); they all merge into
         /// the main array when they hold more than a quarter of it. A search then costs a
         /// binary search per level, never a walk of the writes that arrived out of order.
         struct Run: Sendable {
@@ -32,6 +33,10 @@ extension ReplicatedMap {
             private(set) var writes: [Write] = []
             /// The writes that arrived out of order: each level sorted, each smaller than the one before.
             private(set) var levels: [[Write]] = []
+            /// The latest writes that arrived out of order, unsorted: at most ``pendingLimit``,
+            /// then sorted into a level (so that a bulk merge does not build levels of one).
+            private(set) var pending: [Write] = []
+            static let pendingLimit = 32
             private var leveledCount = 0
 
             /// Appends `write` to the main array whatever its counter: ``sort()`` must follow.
@@ -40,24 +45,30 @@ extension ReplicatedMap {
             }
 
             mutating func append(_ write: Write) {
-                if levels.isEmpty && (writes.last.map { $0.counter <= write.counter } ?? true) {
+                if levels.isEmpty && pending.isEmpty && (writes.last.map { $0.counter <= write.counter } ?? true) {
                     writes.append(write)
                     return
                 }
-                var carry = [write]
-                while let last = levels.last, last.count <= carry.count {
-                    carry = Self.merged(levels.removeLast(), carry)
-                }
-                levels.append(carry)
                 leveledCount += 1
+                pending.append(write)
+                if pending.count >= Self.pendingLimit {
+                    var carry = pending.sorted { $0.counter < $1.counter }
+                    pending.removeAll(keepingCapacity: true)
+                    while let last = levels.last, last.count <= carry.count {
+                        carry = Self.merged(levels.removeLast(), carry)
+                    }
+                    levels.append(carry)
+                }
                 if leveledCount > Swift.max(16, writes.count / 4) { sort() }
             }
 
             /// Merges every level into the main array.
             mutating func sort() {
                 for level in levels { writes.append(contentsOf: level) }
+                writes.append(contentsOf: pending)
                 writes.sort { $0.counter < $1.counter }
                 levels = []
+                pending = []
                 leveledCount = 0
             }
 
@@ -77,6 +88,7 @@ extension ReplicatedMap {
             func forEach(above counter: UInt64, _ body: (Write) -> Void) {
                 Self.forEach(in: writes, above: counter, body)
                 for level in levels { Self.forEach(in: level, above: counter, body) }
+                for write in pending where write.counter > counter { body(write) }
             }
 
             private static func forEach(in sorted: [Write], above counter: UInt64, _ body: (Write) -> Void) {
@@ -171,7 +183,7 @@ extension ReplicatedMap {
         var indexed: Set<Entry> = []
         for (replica, run) in _dotIndex.runs {
             for write in run.writes { indexed.insert(Entry(dot: Dot(replica: replica, counter: write.counter), key: write.key)) }
-            for level in run.levels {
+            for level in run.levels + [run.pending] {
                 for write in level { indexed.insert(Entry(dot: Dot(replica: replica, counter: write.counter), key: write.key)) }
             }
             if !run.isOrdered { return "a run of the dot index is out of counter order, or its levels do not shrink" }

@@ -406,11 +406,13 @@ struct HubClientTests {
         let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: HubHTTPTransport(hub: url, token: hub.token), account: "alice")
         let automatic = AutomaticSync(store: phone, configuration: SyncSchedule.Configuration(debounce: .milliseconds(20), interval: .seconds(60)))
         automatic.start()
-        // Every thread of the pool blocked for four seconds (this test's own too), as an
+        // Every thread of the pool blocked for eight seconds (this test's own too), as an
         // app that blocks its threads would: the write must still reach the hub meanwhile.
-        for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { Task.detached { usleep(4_000_000) } }
+        // (Eight, not four: under the whole suite's load on two cores the write once took
+        // longer than three and a half seconds to arrive.)
+        for _ in 0..<ProcessInfo.processInfo.activeProcessorCount { Task.detached { usleep(8_000_000) } }
         phone.set("while blocked", forKey: "k")
-        let deadline = Date().addingTimeInterval(3.5)
+        let deadline = Date().addingTimeInterval(7.5)
         var arrived = false
         while !arrived && Date() < deadline {
             usleep(10_000)
