@@ -153,8 +153,9 @@ struct ReferenceModel {
     private var hubSentBackup: [Int: [AccountID: Knowledge]] = [:]
     /// The hub's own writes that devices claim and the hub lost in a restore, by account
     /// (see ``hubReceivedPush(message:from:writer:hub:entries:basis:lastCopy:)``): the hub
-    /// does not know them (its context, what it sends and the pushes it takes are without
-    /// them), but what they superseded stays superseded there.
+    /// does not know them (its context and the pushes it takes are without them), but what
+    /// they superseded stays superseded there, and in what it sends (see
+    /// ``sent(message:from:account:cap:)``).
     private var hubLostWrites: [AccountID: Counters] = [:]
     private var inFlight: [Int: (account: AccountID, knowledge: Knowledge, excused: WriteSet)] = [:]
     /// What each device's disk had made durable when its last backup was taken (see
@@ -297,9 +298,12 @@ struct ReferenceModel {
     /// (the page claims to carry each writer's writes up to a number, and the receiver is
     /// then checked against that claim: a page that claims more than it carries shows as a
     /// lost write, one that carries more shows as a write the receiver cannot know). The
-    /// sender's own excuses (see ``excused``) go with what it carries.
+    /// sender's own excuses (see ``excused``) go with what it carries. The hub's messages
+    /// carry what it accounts for (``accountedFor(by:in:)``): a write it lost in a restore
+    /// that a device claims stays superseding what it superseded wherever the hub's answers
+    /// go, as it does at the hub (which no longer holds what it superseded, and cannot send it).
     mutating func sent(message id: Int, from node: SimulatedNetwork.Node, account: AccountID, cap: Counters? = nil) {
-        let known = knowledge(of: node, in: account)
+        let known = accountedFor(by: node, in: account)
         var carried = known
         if let cap {
             // The page's claim by dots, of the writes its sender knows.

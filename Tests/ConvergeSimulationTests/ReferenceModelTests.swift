@@ -47,4 +47,36 @@ struct ReferenceModelTests {
         #expect(!model.isExcused(WriteID(replica: "d0", counter: 1), at: .hub, in: .default))
         #expect(!model.isExcused(WriteID(replica: "d0", counter: 1), at: .device(1), in: .default))
     }
+
+    /// The hub compensates d0's write of k with a removal (hub:1) that d0 sees; the hub is
+    /// restored from a backup taken before either, and d0 pushes again, claiming hub:1. The
+    /// hub no longer holds d0:1 (it was replaced), so what it sends d1 carries hub:1 as
+    /// superseding it: d1 owes nothing of k. Before, the hub's answers carried d0:1 without
+    /// hub:1, and d1 owed a write no replica held (the harsher sweep's hub-restore seeds
+    /// 1006, 1043 and 1052 failed so).
+    @Test func aRemovalTheRestoredHubLostStillSupersedesInWhatItSends() {
+        var model = ReferenceModel()
+        model.backedUpHub()
+        let written = WriteID(replica: "d0", counter: 1), removal = WriteID(replica: "hub", counter: 1)
+        #expect(model.recordWrite(by: .device(0), account: .default, key: "k", id: written,
+                                  stamp: ReferenceModel.Stamp(wall: 1, logical: 0), value: .string("big"), ledgerIndex: 0) == nil)
+        model.sent(message: 1, from: .device(0), account: .default)
+        model.hubReceivedPush(message: 1, from: 0, writer: "d0", hub: "hub", entries: [written], basis: [:], lastCopy: true)
+        #expect(model.recordWrite(by: .hub, account: .default, key: "k", id: removal,
+                                  stamp: ReferenceModel.Stamp(wall: 2, logical: 0), value: nil, ledgerIndex: nil) == nil)
+        model.sent(message: 2, from: .hub, account: .default)
+        model.delivered(message: 2, to: .device(0), currentAccount: .default, lastCopy: true)
+        model.restoredHubFromBackup()
+        #expect(model.counters(of: model.knowledge(of: .hub, in: .default)).isEmpty)
+        model.sent(message: 3, from: .device(0), account: .default)
+        model.hubReceivedPush(message: 3, from: 0, writer: "d0", hub: "hub", entries: [], basis: [:], lastCopy: true)
+        // The hub believes d0 on its own write, and notes the removal it lost.
+        #expect(model.counters(of: model.knowledge(of: .hub, in: .default)) == ["d0": 1])
+        #expect(model.counters(of: model.accountedFor(by: .hub, in: .default)) == ["d0": 1, "hub": 1])
+        model.sent(message: 4, from: .hub, account: .default)
+        model.delivered(message: 4, to: .device(1), currentAccount: .default, lastCopy: true)
+        let known = model.knowledge(of: .device(1), in: .default)
+        #expect(model.counters(of: known) == ["d0": 1, "hub": 1])
+        #expect(model.expected(in: .default, knowing: known)["k"]?.filter { $0.value != nil }.isEmpty ?? true)
+    }
 }

@@ -40,6 +40,24 @@ struct SimulationRegressionTests {
         try Self.expectPasses(Self.catalogue("hub-restore"), seeds: [0, 10], "hub-restore")
     }
 
+    /// `converge-sim run Simulations/hub-restore.json --policy multi-value --seed 1006` (and
+    /// 1043, 1052, under every policy) failed the lost-write checker in the harsher sweep,
+    /// with every replica agreeing. Shrunk (the trace): the hub compensated d3:4 of k3 with a
+    /// removal (hub:1) that three devices saw; the hub was restored from a backup taken
+    /// before, and d3's repair told it of d3:4 (its own write) and of hub:1, which the hub
+    /// lost; d1, offline throughout, then got the hub's full state, without k3. The model
+    /// had the hub's answer carry d3:4 and not hub:1, so d1 owed d3:4. The system was right:
+    /// the model's hub now sends what it accounts for, lost writes included.
+    @Test func aCompensationTheRestoredHubLostStillSupersedesAtADeviceThatNeverSawIt() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/hub-restore-lost-removal.jsonl")
+        let trace = try ParsedTrace(text: String(contentsOf: url, encoding: .utf8))
+        let result = Simulation(trace.input).run()
+        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        #expect(result.metrics.faults.hubRestores == 1)
+        try Self.expectPasses(Self.catalogue("hub-restore") { try $0.set(\.policy, to: .multiValue) }, seeds: [1006, 1043],
+                              "hub-restore under multi-value")
+    }
+
     /// `converge-sim run Simulations/quota-pressure.json --policy multi-value --seed 16` ended
     /// with the hub over the quota: its compensating write restored all siblings as one array.
     @Test func aCompensationUnderMultiValueKeepsTheHubWithinTheQuota() throws {
