@@ -725,6 +725,15 @@ struct ReferenceModel {
         return "a current write with another value or time (\(writes[index].value.map { "\($0)".prefix(30) } ?? "removal"))"
     }
 
+    /// Whether a write of `key` named `later` that counts saw one named `earlier`.
+    func saw(_ later: WriteID, _ earlier: WriteID, key: String, in account: AccountID) -> Bool {
+        let all = writesByKey[account]?[key] ?? []
+        let earlierIndices = all.filter { writes[$0].id == earlier }
+        return all.contains { index in
+            writes[index].id == later && !writes[index].forgotten && earlierIndices.contains { writes[index].past.contains($0) }
+        }
+    }
+
     /// The ledger index of a write, if a device made it and it still counts.
     func ledgerIndex(of id: WriteID, in account: AccountID) -> Int? {
         for index in (writesByAccount[account] ?? []).reversed() where writes[index].id == id && !writes[index].forgotten {
