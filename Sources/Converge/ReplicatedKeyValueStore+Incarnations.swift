@@ -94,7 +94,7 @@ extension ReplicatedKeyValueStore {
                 // all of it, since the later writer ID's snapshot removed this store's files,
                 // and readers that took those writes then hold each twice (known, not fixed).
                 let shown = mine.map { min($0.known[writer], own) }.max() ?? 0
-                reusedFrom = min(reusedFrom ?? .max, min(shown, (reusedFrom ?? .max) - 1) + 1)
+                reusedFrom = min(reusedFrom ?? .max, shown + 1)
             }
             guard files.contains(where: { state.reusesCounters(given: $0.known) }) || reusedFrom != nil else {
                 return WritePlan(result: false)

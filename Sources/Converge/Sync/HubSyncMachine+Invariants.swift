@@ -62,8 +62,7 @@ extension HubSyncMachine {
             if known.tip == nil { return "the sessions of \(device) do not reach back to \(known.through)" }
         }
         if !state.acknowledgedMinimum.acknowledged.isEmpty {
-            var acknowledged: [ReplicaID: VersionVector] = [hubID: context]
-            for (device, member) in state.members { acknowledged[device] = member.acknowledged }
+            let acknowledged = state.acknowledgements(hub: hubID)
             if state.acknowledgedMinimum.acknowledged != acknowledged {
                 return "the acknowledgements the kept minimum holds are not the members' and the hub's"
             }

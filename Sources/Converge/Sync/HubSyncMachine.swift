@@ -88,6 +88,14 @@ public struct HubSyncMachine: Sendable {
         /// For each device, the write sessions that issued its counters (see
         /// ``WriterSessions``), as its pushes named them, up to the highest it holds.
         var sessions: [ReplicaID: KnownSessions] = [:]
+
+        /// What each member acknowledged, and the hub's own context under `hub`: what the
+        /// kept minimum (``acknowledgedMinimum``) is the minimum of.
+        func acknowledgements(hub: ReplicaID) -> [ReplicaID: VersionVector] {
+            var acknowledged: [ReplicaID: VersionVector] = [hub: map.context]
+            for (device, member) in members { acknowledged[device] = member.acknowledged }
+            return acknowledged
+        }
     }
 
     /// A device's write sessions as the hub knows them.
@@ -761,7 +769,6 @@ public struct HubSyncMachine: Sendable {
         return after.valueBytes > quota.maximumTotalValueBytes && after.valueBytes > before.valueBytes
     }
 
-    /// Observes the members' acknowledgements and collects below the safe frontier.
     /// Observes the members' acknowledgements and collects the tombstones below the safe
     /// frontier, which it returns. `changed` names the members whose acknowledgement changed,
     /// or that joined or left, since the last collection: the minimum of the others' is kept
@@ -781,9 +788,7 @@ public struct HubSyncMachine: Sendable {
             }
         }
         if state.acknowledgedMinimum.acknowledged.count != state.members.count + 1 {
-            var acknowledged: [ReplicaID: VersionVector] = [hubID: state.map.context]
-            for (device, member) in state.members { acknowledged[device] = member.acknowledged }
-            state.acknowledgedMinimum.update(to: acknowledged)
+            state.acknowledgedMinimum.update(to: state.acknowledgements(hub: hubID))
         }
         var frontier = state.stability.observe(minimum: state.acknowledgedMinimum.minimum, witnessed: state.acknowledgedMinimum.witnessed)
         if _collectsBeforeStable { frontier = state.map.context }
