@@ -219,7 +219,7 @@ struct ReferenceModel {
     /// own writes it lost in a restore that devices claim (``hubLostWrites``).
     func accountedFor(by node: SimulatedNetwork.Node, in account: AccountID) -> Knowledge {
         var known = knowledge(of: node, in: account)
-        if node == .hub, let lost = hubLostWrites[account] { known.formUnion(writes(in: account, under: lost)) }
+        if node == .hub, let lost = hubLostWrites[account], !lost.isEmpty { known.formUnion(writes(in: account, under: lost)) }
         return known
     }
 
