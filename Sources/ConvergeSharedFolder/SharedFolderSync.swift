@@ -104,7 +104,10 @@ public struct SharedFolderSync: Sendable {
             report.notWritten = input.description
         }
         var changed = Set(report.changedKeys)
-        for name in try files.names(in: [account.rawValue]).sortedByUTF8() where name != store.replicaID.rawValue {
+        // Every other writer's folder: the replica's earlier incarnations' too, and a twin's
+        // (a copy of the store under the same replica ID) once one of them moved on.
+        let writer = store.writerID
+        for name in try files.names(in: [account.rawValue]).sortedByUTF8() where name != writer.rawValue {
             guard let replica = ReplicaID(name) else {
                 report.skipped.append("\(files.describe([account.rawValue, name])): not a replica folder")
                 continue
@@ -130,12 +133,12 @@ public struct SharedFolderSync: Sendable {
     /// Writes what is new since this replica's latest file (or a snapshot), compacting
     /// when due; returns the file written, if any.
     private func publish(_ store: ReplicatedKeyValueStore, account: AccountID) throws(ConvergeError) -> String? {
-        let own = [account.rawValue, store.replicaID.rawValue]
-        let sequence = try sequencedFiles(in: own)
+        var own = [account.rawValue, store.writerID.rawValue]
+        var sequence = try sequencedFiles(in: own)
         // The files that tell what this replica wrote: each delta and the last part of each
         // snapshot (`nil` for one that is unreadable, another's, or gone).
         let read = sequence.filter { $0.part == $0.parts }.map { file in
-            (file: file, summary: (try? gossip(at: own + [file.name], account: account, replica: store.replicaID)).map(FileSummary.init))
+            (file: file, summary: (try? gossip(at: own + [file.name], account: account, replica: store.writerID)).map(FileSummary.init))
         }
         // What the folder holds of this replica: the context of its latest file. A snapshot
         // not all of whose parts were written (the writer was killed meanwhile) is not
@@ -150,6 +153,12 @@ public struct SharedFolderSync: Sendable {
         // publishes a snapshot under it.
         let history = read.compactMap(\.summary).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
         let restarted = history.isEmpty ? false : try store.checkOwnHistory(history)
+        if restarted {
+            // Each writer ID writes its own folder: a twin that stays under the old one keeps
+            // it, and each reads the other's.
+            own = [account.rawValue, store.writerID.rawValue]
+            sequence = try sequencedFiles(in: own)
+        }
         let deltasSinceSnapshot = sequence.reversed().prefix { !$0.isSnapshot }.count
         var snapshot = published == nil || restarted || deltasSinceSnapshot >= compactionThreshold
         guard var gossip = store.broadcast(after: snapshot ? nil : published) else { return nil }
@@ -409,7 +418,12 @@ public struct SharedFolderSync: Sendable {
         guard gossip.account == account else {
             throw .malformed(.unexpectedMessage, "a file of account \(gossip.account) in \(account)'s folder")
         }
-        guard gossip.sender == replica else { throw .malformed(.unexpectedMessage, "a file of \(gossip.sender) in \(replica)'s folder") }
+        // A folder is a writer ID's: a replica's first writer ID's folder also holds files of
+        // later incarnations written before each wrote its own folder.
+        let writer = gossip.writer ?? gossip.sender
+        guard gossip.sender == replica.base && (replica == replica.base || writer == replica) else {
+            throw .malformed(.unexpectedMessage, "a file of \(writer) in \(replica)'s folder")
+        }
         return gossip
     }
 

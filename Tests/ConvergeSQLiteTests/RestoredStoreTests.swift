@@ -47,6 +47,32 @@ struct RestoredStoreTests {
         #expect(try read("B.sqlite", in: folder) == expected)
     }
 
+    /// A store file copied to a second device, both copies writing under the same replica ID
+    /// and counter, with (`withThirdDevice`) and without another device syncing beside them.
+    /// The copies wrote one folder, and each skipped it as its own: alone, they never saw
+    /// each other's writes (`A: {base, x1}  A2: {base, y1}` after eight rounds); with a
+    /// third device relaying, they converged after four rounds. Now the copy that finds the
+    /// reuse continues under a new incarnation in its own folder, and each reads the other's.
+    @Test(arguments: [false, true])
+    func aStoreFileCopiedToASecondDeviceLosesNothing(withThirdDevice: Bool) throws {
+        let folder = temporaryFolder()
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "--replica", "alice", "write", "base", "1"], in: folder).status == 0)
+        var stores = ["A.sqlite", "A2.sqlite"]
+        if withThirdDevice {
+            #expect(try ConvergeTool.run(["--store", "B.sqlite", "--replica", "bob", "write", "b", "1"], in: folder).status == 0)
+            stores.append("B.sqlite")
+            try sync("B.sqlite", in: folder)
+        }
+        try sync("A.sqlite", in: folder)
+        try FileManager.default.copyItem(at: folder.appendingPathComponent("A.sqlite"), to: folder.appendingPathComponent("A2.sqlite"))
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "write", "x1", "one"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "A2.sqlite", "write", "y1", "two"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "write", "x2", "one"], in: folder).status == 0)
+        for _ in 0..<2 { for store in stores { try sync(store, in: folder) } }
+        let expected = (withThirdDevice ? #"{"b":"1","# : "{") + #""base":"1","x1":"one","x2":"one","y1":"two"}"# + "\n"
+        for store in stores { #expect(try read(store, in: folder) == expected, "\(store)") }
+    }
+
     /// A store deleted and recreated with the same `--replica`: its own files in the shared
     /// folder know more of its writes, so it starts a new incarnation; nothing is lost.
     @Test func aStoreDeletedAndRecreatedUnderTheSameReplicaLosesNothing() throws {

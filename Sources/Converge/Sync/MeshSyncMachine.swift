@@ -134,12 +134,16 @@ public struct MeshSyncMachine: Hashable, Sendable {
     public mutating func receive(_ message: SyncMessage, as writer: ReplicaID? = nil, holding context: VersionVector? = nil) -> [SyncAction] {
         guard case .gossip(let gossip) = message else { return [.ignore(.unexpected)] }
         guard gossip.account == account else { return [.ignore(.otherAccount(gossip.account))] }
-        guard gossip.sender != device else { return [.ignore(.fromSelf)] }
         // A broadcast (a shared folder's file: no reply wanted, no recipient) is read by
         // anyone in sequence, and its reader compares its own files' sessions itself
         // (`checkOwnHistory`): only gossip between two devices is
         // compared and recorded.
         let betweenTwo = gossip.wantsReply || gossip.recipient != nil
+        // A broadcast is this device's own only under its current writer ID: another writer
+        // ID of its replica ID is an earlier incarnation's (whose writes a restore may have
+        // lost here) or a twin's (a copy of the store under the same replica ID).
+        let fromSelf = betweenTwo || writer == nil ? gossip.sender == device : (gossip.writer ?? gossip.sender) == writer
+        guard !fromSelf else { return [.ignore(.fromSelf)] }
         var actions: [SyncAction] = []
         if betweenTwo && !_ignoresWriterSessions {
             for withdrawn in gossip.withdrawnSessions where withdrawn.writer != writer ?? device {
