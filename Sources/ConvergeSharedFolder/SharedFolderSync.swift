@@ -4,8 +4,11 @@ import Foundation
 /// Syncs stores through a shared folder: a mesh whose messages are files, which any
 /// file-sync service or network share can carry between processes and machines.
 ///
-/// Layout: `FOLDER/<account>/<replica>/<sequence>.snapshot` and `<sequence>.delta`, with
-/// 20-digit sequence numbers. Each replica writes only its own folder, and every file
+/// Layout: `FOLDER/<account>/<writer>/<sequence>.snapshot` and `<sequence>.delta`, with
+/// 20-digit sequence numbers, where `<writer>` is the store's writer ID: its replica ID,
+/// or `<replica>~<n>` once it started a new incarnation (its files then go to a new
+/// folder, so a twin under the same replica ID and it read each other's). Each writer
+/// writes only its own folder, and reads every other; every file
 /// appears whole (see ``SharedFolderFiles``). A file is a `SyncMessage.gossip`
 /// message that the store's `MeshSyncMachine` makes and takes, as in the mesh topology:
 /// a snapshot carries the replica's whole state, a delta what is new since the replica's
@@ -151,7 +154,8 @@ public struct SharedFolderSync: Sendable {
         // store was restored, copied or recreated, or a twin under the same replica ID writes
         // here too, under names this replica wrote): it starts a new incarnation, and
         // publishes a snapshot under it.
-        let history = read.compactMap(\.summary).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
+        var history = read.compactMap(\.summary).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
+        history += try laterIncarnations(of: store.writerID, account: account).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
         let restarted = history.isEmpty ? false : try store.checkOwnHistory(history)
         if restarted {
             // Each writer ID writes its own folder: a twin that stays under the old one keeps
@@ -182,6 +186,24 @@ public struct SharedFolderSync: Sendable {
             for old in sequence { try? files.remove(own + [old.name]) }
         }
         return files.describe(own + [names.last!])
+    }
+
+    /// For a store under its replica ID's first writer ID, the latest file of each later
+    /// incarnation's folder (`ID~n`): a twin, or a store this one was copied from or is an
+    /// earlier life of, found its counters reused and moved on, and readers may hold its
+    /// writes under counters this store issued too (the store's `checkOwnHistory`).
+    /// None for a later incarnation: the folder of each is its own.
+    private func laterIncarnations(of writer: ReplicaID, account: AccountID) throws(ConvergeError) -> [FileSummary] {
+        guard writer.base == writer else { return [] }
+        var found: [FileSummary] = []
+        for name in try files.names(in: [account.rawValue]).sortedByUTF8() {
+            guard let other = ReplicaID(name), other.base == writer, other != writer else { continue }
+            let folder = [account.rawValue, name]
+            guard let last = (try? sequencedFiles(in: folder))?.last(where: { $0.part == $0.parts }),
+                  let gossip = try? gossip(at: folder + [last.name], account: account, replica: other) else { continue }
+            found.append(FileSummary(gossip))
+        }
+        return found
     }
 
     /// Whether a reader can take this replica's files from its latest complete snapshot to
