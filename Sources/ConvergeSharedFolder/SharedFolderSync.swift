@@ -107,14 +107,15 @@ public struct SharedFolderSync: Sendable {
             report.notWritten = input.description
         }
         var changed = Set(report.changedKeys)
-        // Every other writer's folder: the replica's earlier incarnations' too, and a twin's
-        // (a copy of the store under the same replica ID) once one of them moved on.
-        let writer = store.writerID
-        for name in try files.names(in: [account.rawValue]).sortedByUTF8() where name != writer.rawValue {
+        // Every other writer's folder: a twin's (a copy of the store under the same replica
+        // ID) once it moved on, but not those this store wrote under (its writes there that
+        // no peer acknowledged it re-stamped, and must not take back).
+        for name in try files.names(in: [account.rawValue]).sortedByUTF8() {
             guard let replica = ReplicaID(name) else {
                 report.skipped.append("\(files.describe([account.rawValue, name])): not a replica folder")
                 continue
             }
+            if store.wroteAs(replica) { continue }
             let read = try take(filesOf: replica, account: account, into: store)
             report.skipped += read.skipped
             changed.formUnion(read.changedKeys)
@@ -155,11 +156,15 @@ public struct SharedFolderSync: Sendable {
         // here too, under names this replica wrote): it starts a new incarnation, and
         // publishes a snapshot under it.
         var history = read.compactMap(\.summary).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
-        history += try laterIncarnations(of: store.writerID, account: account).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
+        history += try otherIncarnations(of: store.writerID, account: account).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
         let restarted = history.isEmpty ? false : try store.checkOwnHistory(history)
+        // The files of the writer ID this store just left: they hold writes it re-stamped,
+        // which readers must not take again (their dots may name a twin's writes too).
+        var left: (folder: [String], files: [SequencedFile])?
         if restarted {
             // Each writer ID writes its own folder: a twin that stays under the old one keeps
             // it, and each reads the other's.
+            left = (own, sequence)
             own = [account.rawValue, store.writerID.rawValue]
             sequence = try sequencedFiles(in: own)
         }
@@ -185,23 +190,26 @@ public struct SharedFolderSync: Sendable {
             // Readers start from the latest complete snapshot: the older files are no longer read.
             for old in sequence { try? files.remove(own + [old.name]) }
         }
+        // Once the new incarnation's snapshot is written (it holds every write the store kept).
+        // A twin still writing the folder it left writes a snapshot at its next sync.
+        if let left { for old in left.files { try? files.remove(left.folder + [old.name]) } }
         return files.describe(own + [names.last!])
     }
 
-    /// For a store under its replica ID's first writer ID, the latest file of each later
-    /// incarnation's folder (`ID~n`): a twin, or a store this one was copied from or is an
-    /// earlier life of, found its counters reused and moved on, and readers may hold its
-    /// writes under counters this store issued too (the store's `checkOwnHistory`).
-    /// None for a later incarnation: the folder of each is its own.
-    private func laterIncarnations(of writer: ReplicaID, account: AccountID) throws(ConvergeError) -> [FileSummary] {
-        guard writer.base == writer else { return [] }
+    /// The files of the store's replica ID's other writer IDs (each delta and the last part
+    /// of each snapshot): its earlier incarnations', and a twin's (a copy of the store under
+    /// the same replica ID) that moved on. A file that knows more of the store's writer ID
+    /// than the store shows its counters reused, and one of a later writer ID shows a store
+    /// under the first that a twin, or a store it was copied from, moved on (the store's
+    /// `checkOwnHistory`).
+    private func otherIncarnations(of writer: ReplicaID, account: AccountID) throws(ConvergeError) -> [FileSummary] {
         var found: [FileSummary] = []
         for name in try files.names(in: [account.rawValue]).sortedByUTF8() {
-            guard let other = ReplicaID(name), other.base == writer, other != writer else { continue }
+            guard let other = ReplicaID(name), other.base == writer.base, other != writer else { continue }
             let folder = [account.rawValue, name]
-            guard let last = (try? sequencedFiles(in: folder))?.last(where: { $0.part == $0.parts }),
-                  let gossip = try? gossip(at: folder + [last.name], account: account, replica: other) else { continue }
-            found.append(FileSummary(gossip))
+            for file in (try? sequencedFiles(in: folder)) ?? [] where file.part == file.parts {
+                if let gossip = try? gossip(at: folder + [file.name], account: account, replica: other) { found.append(FileSummary(gossip)) }
+            }
         }
         return found
     }

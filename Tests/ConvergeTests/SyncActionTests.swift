@@ -63,6 +63,23 @@ struct SyncActionTests {
         #expect(machine.receive(.upToDate(.default)) == [.ignore(.unexpected)])
     }
 
+    /// A shared folder's file (a broadcast) written under another writer ID of this replica
+    /// ID is a twin's or an earlier incarnation's, not this device's own: it is taken. Gossip
+    /// between two devices from the replica ID, and a broadcast under the current writer ID,
+    /// are this device's own. (Two copies of one store file used to skip each other's files.)
+    @Test func aBroadcastFromAnotherIncarnationOfThisReplicaIDIsTaken() {
+        var machine = MeshSyncMachine(device: "phone")
+        let twin = state([("a", 1)], by: "phone~7")
+        var broadcast = SyncGossip(account: .default, sender: "phone", delta: twin.asDelta, wantsReply: false)
+        broadcast.writer = "phone~7"
+        #expect(machine.receive(.gossip(broadcast), as: "phone~9", holding: VersionVector()) == [.applyDelta(twin.asDelta)])
+        #expect(machine.receive(.gossip(broadcast), as: "phone~7", holding: VersionVector()) == [.ignore(.fromSelf)])
+        #expect(machine.receive(.gossip(broadcast)) == [.ignore(.fromSelf)], "without a writer ID, the replica ID decides")
+        var between = broadcast
+        between.wantsReply = true
+        #expect(machine.receive(.gossip(between), as: "phone~9", holding: VersionVector()) == [.ignore(.fromSelf)])
+    }
+
     @Test func aBroadcastCarriesWhatIsNewSinceWhatTheMediumHolds() {
         let machine = MeshSyncMachine(device: "phone")
         var phone = state([("a", 1)], by: "phone")
