@@ -29,10 +29,6 @@
 /// the hub recorded for the device's highest counter (``SyncReply/sessionTip``).
 extension ReplicatedKeyValueStore {
     static let incarnationKey = "incarnation"
-    /// The metadata record of the incarnations the store wrote under before the current
-    /// one, in the order it left them (decimal numbers separated by spaces; the first
-    /// incarnation is not recorded, every store starts there).
-    static let pastIncarnationsKey = "past-incarnations"
 
     /// The metadata record of what hubs and peers of `account` acknowledged: the writer ID
     /// and its counter, or (written before accounts had their own, and then the default
@@ -63,24 +59,6 @@ extension ReplicatedKeyValueStore {
     /// `replicaID~n` after it found its counters reused (see ``ReplicaID/incarnation(_:)``).
     public var writerID: ReplicaID {
         state.withLock { $0.writerID }
-    }
-
-    /// Whether this store wrote under `writer`: its current writer ID, its replica ID (its
-    /// first incarnation), or an incarnation it left (recorded since 2026-11-27). A shared
-    /// folder's reader skips those writer IDs' folders: their writes above what peers
-    /// acknowledged it re-stamped, and must not take back.
-    package func wroteAs(_ writer: ReplicaID) -> Bool {
-        state.withLock { state in
-            guard writer.base == state.writerID.base else { return false }
-            if writer == state.writerID || writer == writer.base { return true }
-            return Self.pastIncarnations(in: state.metadata).contains(writer.incarnationNumber)
-        }
-    }
-
-    /// The incarnations recorded in `metadata` as left (see ``pastIncarnationsKey``).
-    static func pastIncarnations(in metadata: [String: [UInt8]]) -> [UInt64] {
-        guard let record = metadata[pastIncarnationsKey] else { return [] }
-        return String(decoding: record, as: UTF8.self).split(separator: " ").compactMap { UInt64($0) }
     }
 
     /// Takes what a medium holds of this replica's own writes (for each of its files in a
@@ -235,10 +213,6 @@ extension ReplicatedKeyValueStore.State {
         let newWriter = old.base.incarnation(incarnation)
         var metadata = metadata
         metadata[ReplicatedKeyValueStore.incarnationKey] = Array(String(incarnation).utf8)
-        if old != old.base {
-            let past = ReplicatedKeyValueStore.pastIncarnations(in: self.metadata) + [old.incarnationNumber]
-            metadata[ReplicatedKeyValueStore.pastIncarnationsKey] = Array(past.map(String.init).joined(separator: " ").utf8)
-        }
         // The re-stamped writes of each account are this object's session's, under the new writer ID.
         func recordRestamped(_ count: Int, in account: AccountID) {
             for (name, record) in acknowledgedRecord(0, writer: newWriter, in: account) { metadata[name] = record }

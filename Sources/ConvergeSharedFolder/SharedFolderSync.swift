@@ -6,8 +6,9 @@ import Foundation
 ///
 /// Layout: `FOLDER/<account>/<writer>/<sequence>.snapshot` and `<sequence>.delta`, with
 /// 20-digit sequence numbers, where `<writer>` is the store's writer ID: its replica ID,
-/// or `<replica>~<n>` once it started a new incarnation (its files then go to a new
-/// folder, so a twin under the same replica ID and it read each other's). Each writer
+/// or `<replica>~<n>` once it started a new incarnation. A store that starts one writes
+/// its snapshot to the new folder and removes its files from the one it left, so a twin
+/// under the same replica ID that stays there and it read each other's. Each writer
 /// writes only its own folder, and reads every other; every file
 /// appears whole (see ``SharedFolderFiles``). A file is a `SyncMessage.gossip`
 /// message that the store's `MeshSyncMachine` makes and takes, as in the mesh topology:
@@ -18,9 +19,9 @@ import Foundation
 /// invalid file, so it never applies a delta out of causal order: a file that is late or
 /// missing only delays the files after it, until it arrives or the writer's next snapshot
 /// does. Invalid files are reported and skipped, never fatal. Accounts live in separate
-/// folders and a file of one account (or one replica) is refused in another's. After
-/// ``compactionThreshold`` deltas a replica writes a fresh snapshot and deletes its older
-/// files, so the folder stays bounded by about one snapshot and a few deltas per replica.
+/// folders and a file of one account (or one writer ID) is refused in another's. After
+/// ``compactionThreshold`` deltas a writer writes a fresh snapshot and deletes its older
+/// files, so the folder stays bounded by about one snapshot and a few deltas per writer ID.
 /// Tombstones are kept: a folder has no membership to know when they are stable.
 ///
 /// A snapshot larger than ``maximumFileBytes`` is written in several files,
@@ -80,7 +81,7 @@ public struct SharedFolderSync: Sendable {
         public var notWritten: String?
     }
 
-    /// Writes this store's changes to the folder, then takes every other replica's files
+    /// Writes this store's changes to the folder, then takes every other writer ID's files
     /// (even if this replica's changes were too large to write: see ``Report/notWritten``).
     ///
     /// - Throws: `ConvergeError.storage` if the folder cannot be written or read, if
@@ -107,15 +108,15 @@ public struct SharedFolderSync: Sendable {
             report.notWritten = input.description
         }
         var changed = Set(report.changedKeys)
-        // Every other writer's folder: a twin's (a copy of the store under the same replica
-        // ID) once it moved on, but not those this store wrote under (its writes there that
-        // no peer acknowledged it re-stamped, and must not take back).
-        for name in try files.names(in: [account.rawValue]).sortedByUTF8() {
+        // Every other writer ID's folder: a twin's (a copy of the store under the same replica
+        // ID) too, in the folder this store left (whose own files it removed when it left)
+        // or in a folder the twin moved to.
+        let writer = store.writerID
+        for name in try files.names(in: [account.rawValue]).sortedByUTF8() where name != writer.rawValue {
             guard let replica = ReplicaID(name) else {
                 report.skipped.append("\(files.describe([account.rawValue, name])): not a replica folder")
                 continue
             }
-            if store.wroteAs(replica) { continue }
             let read = try take(filesOf: replica, account: account, into: store)
             report.skipped += read.skipped
             changed.formUnion(read.changedKeys)
@@ -163,7 +164,8 @@ public struct SharedFolderSync: Sendable {
         var left: (folder: [String], files: [SequencedFile])?
         if restarted {
             // Each writer ID writes its own folder: a twin that stays under the old one keeps
-            // it, and each reads the other's.
+            // writing it (its next file is a snapshot, its chain being gone), and each reads
+            // the other's.
             left = (own, sequence)
             own = [account.rawValue, store.writerID.rawValue]
             sequence = try sequencedFiles(in: own)
@@ -190,8 +192,10 @@ public struct SharedFolderSync: Sendable {
             // Readers start from the latest complete snapshot: the older files are no longer read.
             for old in sequence { try? files.remove(own + [old.name]) }
         }
-        // Once the new incarnation's snapshot is written (it holds every write the store kept).
-        // A twin still writing the folder it left writes a snapshot at its next sync.
+        // Once the new incarnation's snapshot is written (it holds every write the store kept;
+        // the files of a twin still writing there go too, and it writes a snapshot at its next
+        // sync). A removal that fails leaves files whose re-stamped writes readers may take
+        // again: the same value twice, nothing lost.
         if let left { for old in left.files { try? files.remove(left.folder + [old.name]) } }
         return files.describe(own + [names.last!])
     }
@@ -448,10 +452,10 @@ public struct SharedFolderSync: Sendable {
         guard gossip.account == account else {
             throw .malformed(.unexpectedMessage, "a file of account \(gossip.account) in \(account)'s folder")
         }
-        // A folder is a writer ID's: a replica's first writer ID's folder also holds files of
-        // later incarnations written before each wrote its own folder.
+        // A folder is a writer ID's: a replica's first writer ID's folder may also hold files
+        // of its later incarnations written before each wrote its own folder (before 2026-11-27).
         let writer = gossip.writer ?? gossip.sender
-        guard gossip.sender == replica.base && (replica == replica.base || writer == replica) else {
+        guard gossip.sender == replica.base && writer.base == replica.base && (replica == replica.base || writer == replica) else {
             throw .malformed(.unexpectedMessage, "a file of \(writer) in \(replica)'s folder")
         }
         return gossip

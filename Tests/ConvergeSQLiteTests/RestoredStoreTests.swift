@@ -73,6 +73,31 @@ struct RestoredStoreTests {
         for store in stores { #expect(try read(store, in: folder) == expected, "\(store)") }
     }
 
+    /// The same one generation later: the two copies above converge (each moved to its own
+    /// `alice~n`), then one of them is copied again and both copies write under that writer
+    /// ID. The copy that finds the reuse moves on and removes its files from the folder it
+    /// left; the other stays there, and each reads the other's folder. (A version that
+    /// skipped every folder a store had written under left these two apart for good.)
+    @Test func aCopyOfAStoreThatAlreadyMovedOnLosesNothing() throws {
+        let folder = temporaryFolder()
+        func copy(_ from: String, to: String) throws {
+            try FileManager.default.copyItem(at: folder.appendingPathComponent(from), to: folder.appendingPathComponent(to))
+        }
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "--replica", "alice", "write", "base", "1"], in: folder).status == 0)
+        try sync("A.sqlite", in: folder)
+        try copy("A.sqlite", to: "A2.sqlite")
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "write", "x1", "one"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "A2.sqlite", "write", "y1", "two"], in: folder).status == 0)
+        for _ in 0..<2 { for store in ["A.sqlite", "A2.sqlite"] { try sync(store, in: folder) } }
+        try copy("A.sqlite", to: "A3.sqlite")
+        #expect(try ConvergeTool.run(["--store", "A.sqlite", "write", "p1", "one"], in: folder).status == 0)
+        #expect(try ConvergeTool.run(["--store", "A3.sqlite", "write", "q1", "two"], in: folder).status == 0)
+        for _ in 0..<2 { for store in ["A.sqlite", "A3.sqlite"] { try sync(store, in: folder) } }
+        try sync("A2.sqlite", in: folder)
+        let expected = #"{"base":"1","p1":"one","q1":"two","x1":"one","y1":"two"}"# + "\n"
+        for store in ["A.sqlite", "A2.sqlite", "A3.sqlite"] { #expect(try read(store, in: folder) == expected, "\(store)") }
+    }
+
     /// A store deleted and recreated with the same `--replica`: its own files in the shared
     /// folder know more of its writes, so it starts a new incarnation; nothing is lost.
     @Test func aStoreDeletedAndRecreatedUnderTheSameReplicaLosesNothing() throws {

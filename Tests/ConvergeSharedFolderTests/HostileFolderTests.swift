@@ -33,6 +33,25 @@ import Testing
         #expect(report.skipped.count == 1 && report.skipped[0].contains("exceeds the limit"), "\(report.skipped)")
     }
 
+    /// A file in bob's folder that names another replica's writer ID (`alice~5`) is refused
+    /// and reported, not taken for that writer's own: a broadcast under a reader's current
+    /// writer ID is the reader's own and is ignored, so such a file would otherwise silently
+    /// stop that reader from reading bob.
+    @Test func aFileNamingAnotherReplicasWriterIDIsRefusedAndReported() throws {
+        let (url, sync) = folder()
+        let bob = ReplicatedKeyValueStore(replicaID: "bob", clock: clock)
+        try bob.setValue("b", forKey: "b")
+        try sync.synchronize(bob)
+        var forged = SyncGossip(account: .default, sender: "bob", delta: bob.replicatedState.asDelta, wantsReply: false)
+        forged.writer = "alice~5"
+        try Data(SyncMessage.gossip(forged).encoded())
+            .write(to: url.appendingPathComponent("default/bob/00000000000000000002.delta"))
+        let reader = ReplicatedKeyValueStore(replicaID: "carol", clock: clock)
+        let report = try sync.synchronize(reader)
+        #expect(report.skipped.contains { $0.contains("a file of alice~5 in bob's folder") }, "\(report.skipped)")
+        #expect(reader.value(forKey: "b") == "b", "bob's own snapshot is still taken")
+    }
+
     @Test func theLargestSequenceNumberInAFileNameCrashesNothing() throws {
         let (url, sync) = folder()
         let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)

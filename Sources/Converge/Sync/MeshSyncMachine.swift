@@ -124,7 +124,8 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// - Parameters:
     ///   - message: The message from a peer.
     ///   - writer: The device's current writer ID, or `nil` not to check the gossip's
-    ///     recipient.
+    ///     recipient (and to take a broadcast of the device's replica ID for its own, as
+    ///     gossip between two devices always is).
     ///   - context: What the device holds, or `nil` not to check the gossip's
     ///     ``SyncGossip/basis`` (nor whether it holds more of a withdrawn writer ID than was
     ///     withdrawn).
