@@ -162,9 +162,12 @@ struct HubSyncEndToEndTests {
             let killAfterMilliseconds = generator.next(in: 30...250)
             let pid = hub.process.processIdentifier
             // The kill comes a random while after the third acknowledged exchange of the round,
-            // so that every round checks some writes however slow a loaded machine is.
-            var exchanges = 0
-            let deadline = Date().addingTimeInterval(30)
+            // so that every round checks some writes however slow a loaded machine is; or after
+            // the first, once 20 seconds have gone by (a machine so loaded that an exchange
+            // takes seconds: seen in a run beside a two-thread simulator sweep).
+            var exchanges = 0, killScheduled = false
+            let started = Date()
+            let deadline = started.addingTimeInterval(120)
             while Date() < deadline {
                 var batch: [String: Int64] = [:]
                 for _ in 0..<generator.next(in: 1...4) {
@@ -179,7 +182,8 @@ struct HubSyncEndToEndTests {
                     // The hub answered: it committed the push first.
                     acknowledged.merge(batch) { _, new in new }
                     exchanges += 1
-                    if exchanges == 3 {
+                    if !killScheduled && (exchanges == 3 || Date().timeIntervalSince(started) > 20) {
+                        killScheduled = true
                         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(killAfterMilliseconds)) { kill(pid, SIGKILL) }
                     }
                 } catch {
