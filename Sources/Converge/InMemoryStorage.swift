@@ -17,9 +17,9 @@ public final class InMemoryStorage: Storage {
         mutating func record(_ update: StorageUpdate) {
             switch update {
             case .change(let change):
-                var next = state ?? StoredState()
-                next.apply(change)
-                state = next
+                // In place: a copy of the state would cost its size at every write.
+                if state == nil { state = StoredState() }
+                state!.apply(change)
             case .replaceAll(let replacement):
                 state = replacement
             }
@@ -64,7 +64,7 @@ extension StoredState {
     /// Applies a change from a store, key by key (what a ``Storage`` does on ``Storage/save(_:)``);
     /// the store maintains the invariants.
     public mutating func apply(_ change: StorageChange) {
-        map.replaceEntries(change.entries, context: change.context)
+        map.replaceEntries(change.entries, settingCounters: change.contextCounters)
         clock = change.clock
         for (name, record) in change.metadata { metadata[name] = record }
     }

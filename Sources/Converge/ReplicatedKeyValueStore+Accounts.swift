@@ -56,7 +56,7 @@ extension ReplicatedKeyValueStore {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
             let recorded = Array(state.account.rawValue.utf8)
             guard state.metadata[Self.currentAccountKey] != recorded else { return WritePlan(result: ()) }
-            return WritePlan(update: .change(StorageChange(context: state.map.context, clock: state.clock.latest,
+            return WritePlan(update: .change(StorageChange(clock: state.clock.latest,
                                                            metadata: [Self.currentAccountKey: recorded])),
                              result: ())
         }

@@ -106,9 +106,12 @@ extension ReplicatedKeyValueStore.State {
     mutating func install(_ update: StorageUpdate) {
         switch update {
         case .change(let change):
-            map.replaceEntries(change.entries, context: change.context)
+            map.replaceEntries(change.entries, settingCounters: change.contextCounters)
             clock.observe(change.clock)
             for siblings in change.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
+            // Most writes change no metadata, so neither the sessions record, the writer ID
+            // nor the account changed. (``sessionRecord(issuing:)`` checks the record is the same.)
+            if change.metadata.isEmpty { return }
             for (name, record) in change.metadata { metadata[name] = record }
         case .replaceAll(let stored):
             map = stored.map
@@ -133,9 +136,6 @@ extension ReplicatedKeyValueStore.State {
             meshMachine.switchAccount(to: recorded)
             if let bytes = metadata[ReplicatedKeyValueStore.meshSessionsKey(recorded)] { meshMachine.restoreSessions(from: bytes) }
         }
-        // Most writes change no metadata, so neither the sessions record, the writer ID nor
-        // the account changed. (``sessionRecord(issuing:)`` checks the record is the same.)
-        if case .change(let change) = update, change.metadata.isEmpty { return }
         noteOwnRun()
     }
 
@@ -179,7 +179,7 @@ extension ReplicatedKeyValueStore.State {
                         recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
         guard let planned = try plannedMerge(delta, partialKeys: partialKeys, reason: reason) else { return ReplicatedKeyValueStore.MergeOutcome() }
         Self.record(planned.change, after: &change)
-        map.replaceEntries(planned.change.entries, context: planned.change.context)
+        map.replaceEntries(planned.change.entries, settingCounters: planned.change.contextCounters)
         clock = planned.clock
         return planned.outcome
     }
@@ -199,10 +199,10 @@ extension ReplicatedKeyValueStore.State {
                                                                         context: delta.context) : delta, partialKeys: partialKeys)
         var nextClock = clock
         for siblings in delta.entries.values { for sibling in siblings { nextClock.observe(sibling.timestamp) } }
-        if planned.changedKeys.isEmpty && planned.context == map.context && nextClock == clock { return nil }
+        if planned.changedKeys.isEmpty && planned.contextCounters.isEmpty && nextClock == clock { return nil }
         let outcome = ReplicatedKeyValueStore.outcome(changedKeys: planned.changedKeys, before: { map.siblings(forKey: $0) },
                                                       after: { planned.entries[$0] ?? [] }, policies: policies, reason: reason)
-        return (StorageChange(entries: planned.entries, context: planned.context, clock: nextClock.latest), nextClock, outcome)
+        return (StorageChange(entries: planned.entries, contextCounters: planned.contextCounters, clock: nextClock.latest), nextClock, outcome)
     }
 
     /// Joins a whole state, or the page of one that answers for `keys` (dropping what it
@@ -221,7 +221,7 @@ extension ReplicatedKeyValueStore.State {
         var entries: [String: [Sibling]] = [:]
         for key in keys { entries[key] = [] }
         map.collectTombstones(stableFrontier: frontier)
-        Self.record(StorageChange(entries: entries, context: map.context, clock: clock.latest), after: &change)
+        Self.record(StorageChange(entries: entries, clock: clock.latest), after: &change)
     }
 
     /// Drops every write of `writer` from counter `from` on and lowers the context for
@@ -251,10 +251,11 @@ extension ReplicatedKeyValueStore.State {
                                  reason: ChangeReason, recording change: inout StorageChange?) -> ReplicatedKeyValueStore.MergeOutcome {
         var nextClock = clock
         for siblings in received.values { for sibling in siblings { nextClock.observe(sibling.timestamp) } }
-        if changedKeys.isEmpty && next.context == map.context && nextClock == clock { return ReplicatedKeyValueStore.MergeOutcome() }
+        let counters = map.context.changedCounters(toward: next.context)
+        if changedKeys.isEmpty && counters.isEmpty && nextClock == clock { return ReplicatedKeyValueStore.MergeOutcome() }
         var entries: [String: [Sibling]] = [:]
         for key in changedKeys { entries[key] = next.siblings(forKey: key) }
-        Self.record(StorageChange(entries: entries, context: next.context, clock: nextClock.latest), after: &change)
+        Self.record(StorageChange(entries: entries, contextCounters: counters, clock: nextClock.latest), after: &change)
         let previous = map
         map = next
         clock = nextClock

@@ -193,9 +193,8 @@ public final class ReplicatedKeyValueStore: Sendable {
             guard let sibling = state.map.plannedWrite(value, forKey: key, replica: state.writerID, timestamp: timestamp) else {
                 return WritePlan(result: ())
             }
-            var context = state.map.context
-            context.raise(state.writerID, to: sibling.dot.counter)
-            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], context: context, clock: timestamp,
+            // Only the writer's counter changes: the change costs the same whatever the size of the context.
+            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], contextCounters: [state.writerID: sibling.dot.counter], clock: timestamp,
                                                            metadata: state.sessionRecord(issuing: sibling.dot.counter))),
                              result: ())
         }
@@ -230,9 +229,7 @@ public final class ReplicatedKeyValueStore: Sendable {
                 written[key] = [sibling]
             }
             guard !written.isEmpty else { return WritePlan(result: ()) }
-            var context = state.map.context
-            context.raise(state.writerID, to: counter)
-            return WritePlan(update: .change(StorageChange(entries: written, context: context, clock: clock.latest,
+            return WritePlan(update: .change(StorageChange(entries: written, contextCounters: [state.writerID: counter], clock: clock.latest,
                                                            metadata: state.sessionRecord(issuing: state.map.context[state.writerID] + 1))),
                              result: ())
         }

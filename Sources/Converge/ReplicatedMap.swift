@@ -284,12 +284,13 @@ public struct ReplicatedMap: Hashable, Sendable {
 
     /// What ``apply(_:partialKeys:)`` would change, without changing this state (so without
     /// copying it): the new sibling lists of the keys it changes (empty for a key it
-    /// removes), those keys in UTF-8 byte order, and the context after. A store plans a
-    /// merge with it, commits the change, then puts it in place with
-    /// ``replaceEntries(_:context:)``.
+    /// removes), those keys in UTF-8 byte order, and the context's counters it raises. A
+    /// store plans a merge with it, commits the change, then puts it in place with
+    /// ``replaceEntries(_:settingCounters:)``.
     ///
-    /// - Complexity: O(*k* · *s*) in the keys and siblings of the delta.
-    func plannedApply(_ delta: Delta, partialKeys: Set<String> = []) -> (entries: [String: [Sibling]], changedKeys: [String], context: VersionVector) {
+    /// - Complexity: O(*k* · *s* + *r*) in the keys and siblings of the delta and the
+    ///   replicas of its context, whatever the size of this state.
+    func plannedApply(_ delta: Delta, partialKeys: Set<String> = []) -> (entries: [String: [Sibling]], changedKeys: [String], contextCounters: [ReplicaID: UInt64]) {
         var changed: [String: [Sibling]] = [:]
         for (key, theirs) in delta.entries {
             // The same join as `mergeSiblings`, against this state's context, which `apply`
@@ -297,9 +298,7 @@ public struct ReplicatedMap: Hashable, Sendable {
             let merge = Self.merge(_entries[key] ?? [], context, theirs, partialKeys.contains(key) ? VersionVector() : delta.context)
             if merge.changed { changed[key] = merge.siblings }
         }
-        var next = context
-        next.formUnion(delta.context)
-        return (changed, changed.keys.sortedByUTF8(), next)
+        return (changed, changed.keys.sortedByUTF8(), context.raises(toward: delta.context))
     }
 
     /// Joins one key of a delta without taking the delta's context yet; the caller must
@@ -374,11 +373,14 @@ public struct ReplicatedMap: Hashable, Sendable {
         return (merged, changed, addedBytes, removedBytes)
     }
 
-    /// Overwrites the given keys' sibling lists (empty deletes) and the context, as a
-    /// storage records a change. The caller guarantees the invariants hold.
-    mutating func replaceEntries(_ changed: [String: [Sibling]], context newContext: VersionVector) {
+    /// Overwrites the given keys' sibling lists (empty deletes) and the given counters of
+    /// the context (see ``VersionVector/setCounters(_:)``), as a storage records a change.
+    /// The caller guarantees the invariants hold.
+    ///
+    /// - Complexity: O(*k* + *c*) in the keys and counters given, in place.
+    mutating func replaceEntries(_ changed: [String: [Sibling]], settingCounters counters: [ReplicaID: UInt64]) {
         for (key, siblings) in changed { replaceSiblings(forKey: key, old: entries[key] ?? [], new: siblings) }
-        context = newContext
+        context.setCounters(counters)
         _checkInvariants()
     }
 

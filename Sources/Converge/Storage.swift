@@ -107,21 +107,27 @@ public struct StoredState: Hashable, Sendable {
 }
 
 /// One atomic change to a ``StoredState``.
+///
+/// A change names only what changed, the context's counters included, so that recording a
+/// write costs the same whatever the number of replicas the context holds.
 public struct StorageChange: Hashable, Sendable {
     /// The new sibling lists of the keys that changed; an empty list deletes the key.
     public var entries: [String: [Sibling]]
-    /// The whole new context.
-    public var context: VersionVector
+    /// The context's counters that changed, with their new values: 0 takes a replica out of
+    /// the context, and a replica not named keeps its counter (see
+    /// ``VersionVector/setCounters(_:)``).
+    public var contextCounters: [ReplicaID: UInt64]
     /// The clock after the change.
     public var clock: HybridTimestamp
     /// Metadata records to set (`nil` deletes one).
     public var metadata: [String: [UInt8]?]
 
-    /// Creates a change: the keys whose sibling lists changed, the whole new context, the
-    /// clock, and the metadata records to set or delete.
-    public init(entries: [String: [Sibling]] = [:], context: VersionVector, clock: HybridTimestamp, metadata: [String: [UInt8]?] = [:]) {
+    /// Creates a change: the keys whose sibling lists changed, the context's counters that
+    /// changed, the clock, and the metadata records to set or delete.
+    public init(entries: [String: [Sibling]] = [:], contextCounters: [ReplicaID: UInt64] = [:], clock: HybridTimestamp,
+                metadata: [String: [UInt8]?] = [:]) {
         self.entries = entries
-        self.context = context
+        self.contextCounters = contextCounters
         self.clock = clock
         self.metadata = metadata
     }
@@ -129,13 +135,13 @@ public struct StorageChange: Hashable, Sendable {
     /// Applies `later`, recorded after this change, so that one change does both.
     public mutating func append(_ later: StorageChange) {
         entries.merge(later.entries) { _, new in new }
-        context = later.context
+        contextCounters.merge(later.contextCounters) { _, new in new }
         clock = later.clock
         metadata.merge(later.metadata) { _, new in new }
     }
 
-    /// Whether the change deletes a key or a metadata record.
+    /// Whether the change deletes a key, a metadata record or a replica of the context.
     public var deletesAnything: Bool {
-        entries.values.contains { $0.isEmpty } || metadata.values.contains { $0 == nil }
+        entries.values.contains { $0.isEmpty } || metadata.values.contains { $0 == nil } || contextCounters.values.contains(0)
     }
 }

@@ -58,6 +58,41 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         _checkInvariants()
     }
 
+    /// Sets the counter of each replica in `counters` (0 takes the replica out), leaving
+    /// every other replica's: how a storage applies ``StorageChange/contextCounters``.
+    ///
+    /// - Complexity: O(*c*) in the number of counters set, whatever the size of the context.
+    public mutating func setCounters(_ counters: [ReplicaID: UInt64]) {
+        for (replica, counter) in counters {
+            self.counters[replica] = counter == 0 ? nil : counter
+        }
+        _checkInvariants()
+    }
+
+    /// The counters of `other` above this context's: what ``setCounters(_:)`` sets to do
+    /// what ``formUnion(_:)`` with `other` does.
+    ///
+    /// - Complexity: O(*r*), where *r* is the number of replicas in `other`.
+    func raises(toward other: VersionVector) -> [ReplicaID: UInt64] {
+        var raised: [ReplicaID: UInt64] = [:]
+        for (replica, counter) in other.counters where counter > counters[replica, default: 0] {
+            raised[replica] = counter
+        }
+        return raised
+    }
+
+    /// The counters that differ in `other`, with its values (0 for a replica it lacks): what
+    /// ``setCounters(_:)`` sets to turn this context into `other`.
+    ///
+    /// - Complexity: O(*r*) in the replicas of both.
+    func changedCounters(toward other: VersionVector) -> [ReplicaID: UInt64] {
+        var changed = raises(toward: other)
+        for (replica, counter) in counters where other[replica] < counter {
+            changed[replica] = other[replica]
+        }
+        return changed
+    }
+
     /// A 64-bit FNV-1a digest of the canonical encoding: equal contexts have equal
     /// digests on every platform.
     public var digest: UInt64 {

@@ -85,7 +85,7 @@ extension SQLiteStorage {
                 recorded = existing
                 return nil
             }
-            return .change(StorageChange(context: stored.map.context, clock: stored.clock,
+            return .change(StorageChange(clock: stored.clock,
                                          metadata: [Self.replicaIDKey: Array(candidate.rawValue.utf8)]))
         }
         return recorded

@@ -360,7 +360,11 @@ public final class SQLiteStorage: Storage {
             return StorageCatchUp(sequence: numbers.sequence, update: try loadState(from: db).map { .replaceAll($0) })
         }
         let (context, clock) = try readContextAndClock(from: db)
-        var change = StorageChange(context: context, clock: clock)
+        // Every counter, set: a replica can leave the context only in a change that also
+        // marks the file rewritten (``StorageChange/deletesAnything``), which reloads everything.
+        var counters: [ReplicaID: UInt64] = [:]
+        for entry in context.sortedEntries { counters[entry.replica] = entry.counter }
+        var change = StorageChange(contextCounters: counters, clock: clock)
         for row in try db.cached("SELECT key, siblings FROM entries WHERE seq > ?", doing: .read).run([.integer(Int64(bitPattern: seen))]) {
             let (key, siblings) = try decodeEntry(row)
             change.entries[key] = siblings
@@ -428,13 +432,16 @@ public final class SQLiteStorage: Storage {
         let rewrites: Bool
         switch update {
         case .change(let change):
-            try write(change, sequence: sequence, to: db)
+            // The context is one row: the counters that changed are set in it.
+            var context = try readContextAndClock(from: db).0
+            context.setCounters(change.contextCounters)
+            try write(change, context: context, sequence: sequence, to: db)
             rewrites = change.deletesAnything
         case .replaceAll(let state):
             try db.execute("DELETE FROM entries")
             try db.execute("DELETE FROM metadata")
-            try write(StorageChange(entries: state.map.entries, context: state.map.context, clock: state.clock,
-                                    metadata: state.metadata.mapValues { $0 }), sequence: sequence, to: db)
+            try write(StorageChange(entries: state.map.entries, clock: state.clock, metadata: state.metadata.mapValues { $0 }),
+                      context: state.map.context, sequence: sequence, to: db)
             rewrites = true
         }
         var number = BinaryWriter()
@@ -448,8 +455,8 @@ public final class SQLiteStorage: Storage {
     }
 
     /// Writes a change inside the caller's transaction, keys in byte order, stamping the
-    /// rows with `sequence`.
-    private func write(_ change: StorageChange, sequence: UInt64, to db: SQLiteConnection) throws(ConvergeError) {
+    /// rows with `sequence`, and `context` as the whole context after it.
+    private func write(_ change: StorageChange, context wholeContext: VersionVector, sequence: UInt64, to db: SQLiteConnection) throws(ConvergeError) {
         let stamp = SQLiteConnection.Column.integer(Int64(bitPattern: sequence))
         let insert = try db.cached("INSERT OR REPLACE INTO entries (key, siblings, seq) VALUES (?, ?, ?)")
         let delete = try db.cached("DELETE FROM entries WHERE key = ?")
@@ -468,7 +475,7 @@ public final class SQLiteStorage: Storage {
             }
         }
         var context = BinaryWriter()
-        change.context.encode(into: &context)
+        wholeContext.encode(into: &context)
         try db.cached("INSERT OR REPLACE INTO state (name, value) VALUES ('context', ?)").run([.blob(SQLiteRecord.sealed(context.bytes, name: "context"))])
         var clock = BinaryWriter()
         change.clock.encode(into: &clock)

@@ -9,7 +9,7 @@ package final class SimulatedDisk: Storage {
         var durable: StoredState?
         var pending: [Pending] = []
         var full = false
-        /// A broken disk that, when full, drops saves and reports success.
+        /// A broken disk that, when full, loses the keys of what it saves and reports success.
         var dropsSavesWhenFull = false
     }
 
@@ -38,8 +38,11 @@ package final class SimulatedDisk: Storage {
     package func save(_ change: StorageChange) throws(ConvergeError) {
         try contents.withLock { (contents: inout Contents) throws(ConvergeError) in
             guard !contents.full else {
-                if contents.dropsSavesWhenFull { return }
-                throw Self.fullError
+                guard contents.dropsSavesWhenFull else { throw Self.fullError }
+                // The keys are lost; the rest is kept, so that what is on the disk still
+                // reads as a state (a change names only the counters it sets).
+                contents.pending.append(.save(StorageChange(contextCounters: change.contextCounters, clock: change.clock, metadata: change.metadata)))
+                return
             }
             contents.pending.append(.save(change))
         }
@@ -51,8 +54,12 @@ package final class SimulatedDisk: Storage {
     package func replaceAll(with state: StoredState) throws(ConvergeError) {
         try contents.withLock { (contents: inout Contents) throws(ConvergeError) in
             guard !contents.full else {
-                if contents.dropsSavesWhenFull { return }
-                throw Self.fullError
+                guard contents.dropsSavesWhenFull else { throw Self.fullError }
+                // Every key is lost; the context, clock and metadata are kept, as for a save.
+                var emptied = state
+                emptied.map = try! ReplicatedMap(entries: [:], context: state.map.context)  // no siblings: nothing to cover
+                contents.pending.append(.replace(emptied))
+                return
             }
             contents.pending.append(.replace(state))
         }
@@ -64,7 +71,8 @@ package final class SimulatedDisk: Storage {
         set { contents.withLock { $0.full = newValue } }
     }
 
-    /// Whether, when full, the disk drops saves and reports success (a broken variant).
+    /// Whether, when full, the disk loses the keys of what it saves and reports success (a
+    /// broken variant).
     package var dropsSavesWhenFull: Bool {
         get { contents.withLock { $0.dropsSavesWhenFull } }
         set { contents.withLock { $0.dropsSavesWhenFull = newValue } }
@@ -110,9 +118,9 @@ package final class SimulatedDisk: Storage {
     private static func apply(_ pending: Pending, to state: inout StoredState?) {
         switch pending {
         case .save(let change):
-            var next = state ?? StoredState()
-            next.apply(change)
-            state = next
+            // In place: a copy of the state would cost its size at every save.
+            if state == nil { state = StoredState() }
+            state!.apply(change)
         case .replace(let replacement):
             state = replacement
         }

@@ -93,4 +93,30 @@ struct StorageConformanceTests {
         try reopened.switchAccount(to: "alice")
         #expect(reopened.value(forKey: "k") == "alice's")
     }
+
+    /// A change names only the context's counters it changes (so recording a write costs
+    /// the same at 1 replica as at 1,540): the others stay, a lowered counter is lowered, a
+    /// counter set to 0 takes its replica out, and a reader of the storage that catches up
+    /// holds the same context as one that loads it afresh.
+    @Test(arguments: StorageKind.all)
+    func aChangeSetsOnlyTheCountersItNames(kind: StorageKind) throws {
+        let storage = try kind.make()
+        _ = try storage.write(since: nil) { _ in .change(StorageChange(contextCounters: ["a": 3, "b": 2, "c": 1], clock: .zero)) }
+        let reader = try storage.catchUp(since: nil)
+        guard case .replaceAll(var seen)? = reader.update else {
+            Issue.record("a first catch-up holds everything stored")
+            return
+        }
+        _ = try storage.write(since: nil) { _ in .change(StorageChange(contextCounters: ["a": 5, "b": 1, "c": 0], clock: .zero)) }
+        let expected = VersionVector(["a": 5, "b": 1])
+        #expect(try kind.reopen(storage).load()?.map.context == expected)
+        // A storage with several writers hands the reader what changed; one with a single
+        // writer (the simulated disk) has no other reader to tell.
+        switch try storage.catchUp(since: reader.sequence).update {
+        case .change(let change)?: seen.apply(change)
+        case .replaceAll(let state)?: seen = state
+        case nil: seen = try #require(try storage.load())
+        }
+        #expect(seen.map.context == expected)
+    }
 }

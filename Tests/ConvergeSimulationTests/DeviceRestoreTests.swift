@@ -44,12 +44,12 @@ struct DeviceRestoreTests {
 
     @Test func aDiskRestoredFromASnapshotHoldsWhatWasDurableThenAndNothingPending() throws {
         let disk = SimulatedDisk()
-        try disk.save(StorageChange(context: VersionVector(), clock: .zero, metadata: ["step": [1]]))
+        try disk.save(StorageChange(clock: .zero, metadata: ["step": [1]]))
         disk.flush()
         let snapshot = disk.snapshot()
-        try disk.save(StorageChange(context: VersionVector(), clock: .zero, metadata: ["step": [2]]))
+        try disk.save(StorageChange(clock: .zero, metadata: ["step": [2]]))
         disk.flush()
-        try disk.save(StorageChange(context: VersionVector(), clock: .zero, metadata: ["step": [3]]))
+        try disk.save(StorageChange(clock: .zero, metadata: ["step": [3]]))
         #expect(try disk.load()?.metadata["step"] == [3])
         disk.restore(snapshot)
         #expect(try disk.load()?.metadata["step"] == [1])

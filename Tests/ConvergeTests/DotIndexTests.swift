@@ -159,7 +159,7 @@ struct PlannedApplyTests {
                             let changed = applied.apply(delta, partialKeys: partialKeys)
                             var installed = receiver
                             let planned = installed.plannedApply(delta, partialKeys: partialKeys)
-                            installed.replaceEntries(planned.entries, context: planned.context)
+                            installed.replaceEntries(planned.entries, settingCounters: planned.contextCounters)
                             if installed != applied || planned.changedKeys != changed {
                                 return "r\(b) + delta(r\(a), \(peer)), partial \(partialKeys.sortedByUTF8()): planned \(planned.changedKeys) gave \(MapProperties.describe(installed)), apply \(changed) gave \(MapProperties.describe(applied))"
                             }

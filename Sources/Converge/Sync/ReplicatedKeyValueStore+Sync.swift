@@ -321,7 +321,7 @@ extension ReplicatedKeyValueStore {
                 acknowledging = [VersionVector([state.writerID: confirmed ?? 0])]
             }
             if let acknowledgement = state.acknowledgement(from: acknowledging) {
-                change = StorageChange(context: state.map.context, clock: state.clock.latest, metadata: acknowledgement)
+                change = StorageChange(clock: state.clock.latest, metadata: acknowledgement)
             }
             let (events, receipt) = try carryOut(actions, in: &next, recording: &change)
             // What the hub reported is recorded with what it sent, so a restarted device
@@ -329,7 +329,7 @@ extension ReplicatedKeyValueStore {
             if next.hubMachine != state.hubMachine {
                 let progress = next.hubMachine.encodedProgress()
                 if state.metadata[Self.hubProgressKey] != progress {
-                    if change == nil { change = StorageChange(context: state.map.context, clock: state.clock.latest) }
+                    if change == nil { change = StorageChange(clock: state.clock.latest) }
                     change?.metadata[Self.hubProgressKey] = progress
                 }
             }
@@ -339,7 +339,7 @@ extension ReplicatedKeyValueStore {
                 let sessions = next.meshMachine.encodedSessions()
                 let key = Self.meshSessionsKey(state.account)
                 if state.metadata[key] != sessions {
-                    if change == nil { change = StorageChange(context: state.map.context, clock: state.clock.latest) }
+                    if change == nil { change = StorageChange(clock: state.clock.latest) }
                     change?.metadata[key] = sessions
                 }
             }
