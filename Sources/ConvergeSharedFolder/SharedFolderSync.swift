@@ -433,10 +433,24 @@ public struct SharedFolderSync: Sendable {
 
     /// The files of the latest snapshot whose every part is listed, in part order (or,
     /// broken, of the latest snapshot any part of which is listed).
+    ///
+    /// - Complexity: O(*n*) in the files listed: a folder holding many incomplete snapshots
+    ///   (one being written, or planted) costs one pass, not one per snapshot.
     static func latestCompleteSnapshot(in sequence: [SequencedFile], orAnyPart: Bool = false) -> [SequencedFile]? {
+        struct Snapshot: Hashable {
+            var sequence: UInt64
+            var parts: Int
+        }
+        var snapshots: [Snapshot: [SequencedFile]] = [:]
+        for file in sequence where file.isSnapshot {
+            snapshots[Snapshot(sequence: file.sequence, parts: file.parts), default: []].append(file)
+        }
         for file in sequence.reversed() where file.isSnapshot {
-            let group = sequence.filter { $0.sequence == file.sequence && $0.isSnapshot && $0.parts == file.parts }
-            if group.map(\.part) == Array(1...file.parts) || orAnyPart { return group }
+            // Each snapshot once, from its last part listed.
+            guard let parts = snapshots.removeValue(forKey: Snapshot(sequence: file.sequence, parts: file.parts)) else { continue }
+            // Names are unique and each part is within 1...parts, so as many files as parts
+            // are every part, in order (the listing is in sequence and part order).
+            if parts.count == file.parts || orAnyPart { return parts }
         }
         return nil
     }

@@ -52,6 +52,26 @@ import Testing
         #expect(reader.value(forKey: "b") == "b", "bob's own snapshot is still taken")
     }
 
+    /// Thousands of snapshot parts whose other parts never arrive (a writer killed while
+    /// compacting, again and again, or planted) after a replica's complete snapshot: the
+    /// complete one is still taken, found in one pass over the listing (the search used to
+    /// filter the whole listing once per snapshot file: quadratic).
+    @Test func manyIncompleteSnapshotsAfterACompleteOneLeaveItReadable() throws {
+        let (url, sync) = folder()
+        let bob = ReplicatedKeyValueStore(replicaID: "bob", clock: clock)
+        try bob.setValue("b", forKey: "b")
+        try sync.synchronize(bob)
+        let peer = url.appendingPathComponent("default/bob")
+        for sequence in 100..<5_100 {
+            let digits = String(sequence)
+            let name = String(repeating: "0", count: 20 - digits.count) + digits + ".snapshot-\(sequence % 2 + 1)-of-3"
+            #expect(FileManager.default.createFile(atPath: peer.appendingPathComponent(name).path, contents: Data([1])))
+        }
+        let reader = ReplicatedKeyValueStore(replicaID: "carol", clock: clock)
+        try sync.synchronize(reader)
+        #expect(reader.value(forKey: "b") == "b")
+    }
+
     @Test func theLargestSequenceNumberInAFileNameCrashesNothing() throws {
         let (url, sync) = folder()
         let alice = ReplicatedKeyValueStore(replicaID: "alice", clock: clock)
