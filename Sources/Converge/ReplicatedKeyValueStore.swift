@@ -280,8 +280,11 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// registered defaults.
     public func value(forKey key: String) -> Value? {
         state.withLock { state in
-            state.map.visibleValue(forKey: key, policy: state.policies.policy(forKey: key))
-                ?? state.registeredDefaults[key]
+            // One sibling, the common case, needs no policy: it is what the key shows.
+            guard let siblings = state.map.entries[key] else { return state.registeredDefaults[key] }
+            let visible = siblings.count == 1 ? siblings[0].value
+                : ReplicatedMap.visibleValue(of: siblings, policy: state.policies.policy(forKey: key))
+            return visible ?? state.registeredDefaults[key]
         }
     }
 
