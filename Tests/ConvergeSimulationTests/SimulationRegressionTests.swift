@@ -15,6 +15,20 @@ struct SimulationRegressionTests {
         return scenario
     }
 
+    /// The input of a trace kept beside this file, under `Traces/`.
+    static func trace(_ name: String) throws -> SimulationInput {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/\(name).jsonl")
+        return try ParsedTrace(text: String(contentsOf: url, encoding: .utf8)).input
+    }
+
+    /// Replays the trace `name` and expects it to pass and converge; returns its result.
+    @discardableResult
+    static func expectReplayPasses(_ name: String) throws -> SimulationResult {
+        let result = Simulation(try trace(name)).run()
+        #expect(result.violations.isEmpty && result.converged, "\(name): \(result.violations)")
+        return result
+    }
+
     static func expectPasses(_ scenario: Scenario, seeds: [UInt64], _ comment: String) throws {
         for seed in seeds {
             let result = Simulation(try SimulationInput(scenario: scenario, seed: seed)).run()
@@ -31,10 +45,7 @@ struct SimulationRegressionTests {
     /// writes of its own it lost (``SyncReply/lostHubWrites``). With the hub's reply
     /// `lostHubWrites` left empty, this run fails the reference model and liveness (I ran it).
     @Test func aDeviceThatSawACompensationTheRestoredHubLostRepairsIt() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/hub-restore-lost-compensation.jsonl")
-        let trace = try ParsedTrace(text: String(contentsOf: url, encoding: .utf8))
-        let result = Simulation(trace.input).run()
-        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        let result = try Self.expectReplayPasses("hub-restore-lost-compensation")
         #expect(result.metrics.faults.hubRestores == 1)
         // The whole seeds of the scenario as well.
         try Self.expectPasses(Self.catalogue("hub-restore"), seeds: [0, 10], "hub-restore")
@@ -49,10 +60,7 @@ struct SimulationRegressionTests {
     /// had the hub's answer carry d3:4 and not hub:1, so d1 owed d3:4. The system was right:
     /// the model's hub now sends what it accounts for, lost writes included.
     @Test func aCompensationTheRestoredHubLostStillSupersedesAtADeviceThatNeverSawIt() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/hub-restore-lost-removal.jsonl")
-        let trace = try ParsedTrace(text: String(contentsOf: url, encoding: .utf8))
-        let result = Simulation(trace.input).run()
-        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        let result = try Self.expectReplayPasses("hub-restore-lost-removal")
         #expect(result.metrics.faults.hubRestores == 1)
         try Self.expectPasses(Self.catalogue("hub-restore") { try $0.set(\.policy, to: .multiValue) }, seeds: [1006, 1043],
                               "hub-restore under multi-value")
@@ -68,10 +76,7 @@ struct SimulationRegressionTests {
     /// replaced beyond the cap, with nothing replacing it there. Both are now excused where
     /// nothing that superseded the write has arrived.
     @Test func aPagedWriteReplacedBeyondTheCapIsExcusedWhenItsWriterLeftTheAccountBetweenPages() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/hub-pages-writer-left.jsonl")
-        let trace = try ParsedTrace(text: String(contentsOf: url, encoding: .utf8))
-        let result = Simulation(trace.input).run()
-        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        let result = try Self.expectReplayPasses("hub-pages-writer-left")
         #expect(result.metrics.faults.accountSwitches == 1)
         try Self.expectPasses(Self.catalogue("hub-pages") { try $0.set(\.policy, to: .multiValue) }, seeds: [1044],
                               "hub-pages under multi-value")
@@ -132,10 +137,8 @@ struct SimulationRegressionTests {
     /// (it used to flag this run); a device that keeps nothing aside
     /// (`forgetful-account-switch`) loses the removal for good, and is caught.
     @Test func aWriteTheRestoredHubLostInAnAccountNoDeviceIsOnIsKeptAsideNotLost() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Traces/hub-restore-kept-aside.jsonl")
-        var input = try ParsedTrace(text: String(contentsOf: url, encoding: .utf8)).input
-        let result = Simulation(input).run()
-        #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        try Self.expectReplayPasses("hub-restore-kept-aside")
+        var input = try Self.trace("hub-restore-kept-aside")
         input.variant = .forgetfulAccountSwitch
         let broken = Simulation(input).run()
         #expect(broken.violations.map(\.kind) == [.referenceModel], "\(broken.violations)")
