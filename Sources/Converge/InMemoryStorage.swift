@@ -64,7 +64,7 @@ extension StoredState {
     /// Applies a change from a store, key by key (what a ``Storage`` does on ``Storage/save(_:)``);
     /// the store maintains the invariants.
     public mutating func apply(_ change: StorageChange) {
-        map.replaceEntries(change.entries, settingCounters: change.contextCounters)
+        map.replaceEntries(change.entries, settingCounters: change.contextCounters, wholeContext: change.replacesContext)
         clock = change.clock
         for (name, record) in change.metadata { metadata[name] = record }
     }

@@ -106,7 +106,7 @@ extension ReplicatedKeyValueStore.State {
     mutating func install(_ update: StorageUpdate) {
         switch update {
         case .change(let change):
-            map.replaceEntries(change.entries, settingCounters: change.contextCounters)
+            map.replaceEntries(change.entries, settingCounters: change.contextCounters, wholeContext: change.replacesContext)
             clock.observe(change.clock)
             for siblings in change.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
             // Most writes change no metadata, so neither the sessions record, the writer ID
@@ -179,7 +179,7 @@ extension ReplicatedKeyValueStore.State {
                         recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
         guard let planned = try plannedMerge(delta, partialKeys: partialKeys, reason: reason) else { return ReplicatedKeyValueStore.MergeOutcome() }
         Self.record(planned.change, after: &change)
-        map.replaceEntries(planned.change.entries, settingCounters: planned.change.contextCounters)
+        map.replaceEntries(planned.change.entries, settingCounters: planned.change.contextCounters, wholeContext: planned.change.replacesContext)
         clock = planned.clock
         return planned.outcome
     }

@@ -194,7 +194,8 @@ public final class ReplicatedKeyValueStore: Sendable {
                 return WritePlan(result: ())
             }
             // Only the writer's counter changes: the change costs the same whatever the size of the context.
-            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], contextCounters: [state.writerID: sibling.dot.counter], clock: timestamp,
+            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], contextCounters: [state.writerID: sibling.dot.counter],
+                                                           clock: timestamp,
                                                            metadata: state.sessionRecord(issuing: sibling.dot.counter))),
                              result: ())
         }

@@ -374,13 +374,13 @@ public struct ReplicatedMap: Hashable, Sendable {
     }
 
     /// Overwrites the given keys' sibling lists (empty deletes) and the given counters of
-    /// the context (see ``VersionVector/setCounters(_:)``), as a storage records a change.
-    /// The caller guarantees the invariants hold.
+    /// the context (see ``VersionVector/setCounters(_:)``), or the whole context if
+    /// `wholeContext`, as a storage records a change. The caller guarantees the invariants hold.
     ///
     /// - Complexity: O(*k* + *c*) in the keys and counters given, in place.
-    mutating func replaceEntries(_ changed: [String: [Sibling]], settingCounters counters: [ReplicaID: UInt64]) {
+    mutating func replaceEntries(_ changed: [String: [Sibling]], settingCounters counters: [ReplicaID: UInt64], wholeContext: Bool = false) {
         for (key, siblings) in changed { replaceSiblings(forKey: key, old: entries[key] ?? [], new: siblings) }
-        context.setCounters(counters)
+        if wholeContext { context = VersionVector(counters) } else { context.setCounters(counters) }
         _checkInvariants()
     }
 

@@ -117,6 +117,9 @@ public struct StorageChange: Hashable, Sendable {
     /// the context, and a replica not named keeps its counter (see
     /// ``VersionVector/setCounters(_:)``).
     public var contextCounters: [ReplicaID: UInt64]
+    /// Whether ``contextCounters`` is the whole context, so that a replica not named leaves
+    /// it: what a storage hands a reader catching up, which cannot know what the reader holds.
+    public var replacesContext: Bool
     /// The clock after the change.
     public var clock: HybridTimestamp
     /// Metadata records to set (`nil` deletes one).
@@ -124,10 +127,11 @@ public struct StorageChange: Hashable, Sendable {
 
     /// Creates a change: the keys whose sibling lists changed, the context's counters that
     /// changed, the clock, and the metadata records to set or delete.
-    public init(entries: [String: [Sibling]] = [:], contextCounters: [ReplicaID: UInt64] = [:], clock: HybridTimestamp,
-                metadata: [String: [UInt8]?] = [:]) {
+    public init(entries: [String: [Sibling]] = [:], contextCounters: [ReplicaID: UInt64] = [:], replacesContext: Bool = false,
+                clock: HybridTimestamp, metadata: [String: [UInt8]?] = [:]) {
         self.entries = entries
         self.contextCounters = contextCounters
+        self.replacesContext = replacesContext
         self.clock = clock
         self.metadata = metadata
     }
@@ -135,13 +139,18 @@ public struct StorageChange: Hashable, Sendable {
     /// Applies `later`, recorded after this change, so that one change does both.
     public mutating func append(_ later: StorageChange) {
         entries.merge(later.entries) { _, new in new }
-        contextCounters.merge(later.contextCounters) { _, new in new }
+        if later.replacesContext {
+            contextCounters = later.contextCounters
+            replacesContext = true
+        } else {
+            contextCounters.merge(later.contextCounters) { _, new in new }
+        }
         clock = later.clock
         metadata.merge(later.metadata) { _, new in new }
     }
 
-    /// Whether the change deletes a key, a metadata record or a replica of the context.
+    /// Whether the change deletes a key or a metadata record.
     public var deletesAnything: Bool {
-        entries.values.contains { $0.isEmpty } || metadata.values.contains { $0 == nil } || contextCounters.values.contains(0)
+        entries.values.contains { $0.isEmpty } || metadata.values.contains { $0 == nil }
     }
 }

@@ -360,11 +360,11 @@ public final class SQLiteStorage: Storage {
             return StorageCatchUp(sequence: numbers.sequence, update: try loadState(from: db).map { .replaceAll($0) })
         }
         let (context, clock) = try readContextAndClock(from: db)
-        // Every counter, set: a replica can leave the context only in a change that also
-        // marks the file rewritten (``StorageChange/deletesAnything``), which reloads everything.
+        // The whole context: this storage cannot know what the reader holds (a replica may
+        // have left it, and a writer of an older version did not mark that a rewrite).
         var counters: [ReplicaID: UInt64] = [:]
         for entry in context.sortedEntries { counters[entry.replica] = entry.counter }
-        var change = StorageChange(contextCounters: counters, clock: clock)
+        var change = StorageChange(contextCounters: counters, replacesContext: true, clock: clock)
         for row in try db.cached("SELECT key, siblings FROM entries WHERE seq > ?", doing: .read).run([.integer(Int64(bitPattern: seen))]) {
             let (key, siblings) = try decodeEntry(row)
             change.entries[key] = siblings
@@ -433,7 +433,7 @@ public final class SQLiteStorage: Storage {
         switch update {
         case .change(let change):
             // The context is one row: the counters that changed are set in it.
-            var context = try readContextAndClock(from: db).0
+            var context = change.replacesContext ? VersionVector() : try readContextAndClock(from: db).0
             context.setCounters(change.contextCounters)
             try write(change, context: context, sequence: sequence, to: db)
             rewrites = change.deletesAnything

@@ -51,8 +51,9 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// backup come back. Caught by the reference model (a replica holds a write that one it
     /// knows superseded) or the convergence checker.
     case unrepairedHub = "unrepaired-hub"
-    /// A full disk drops saves and reports success, so the store acknowledges writes that a
-    /// crash then loses. Caught by the no-lost-write checker.
+    /// A full disk drops the keys of what it saves and reports success, so the store
+    /// acknowledges writes that a crash then loses (the disk keeps the counters, so the
+    /// device does not fetch them again). Caught by the no-lost-write checker.
     case silentFullDisk = "silent-full-disk"
     /// Switching account keeps the old account's data, merged into the new one's. Caught by
     /// the account checker.

@@ -25,23 +25,31 @@ package final class SimulatedDisk: Storage {
 
     /// What the store would read back now: the durable state with the pending saves on top.
     package func load() throws(ConvergeError) -> StoredState? {
-        contents.withLock { contents in
-            var state = contents.durable
-            for change in contents.pending { Self.apply(change, to: &state) }
-            return state
-        }
+        contents.withLock { Self.current($0) }
+    }
+
+    /// The durable state with the pending saves on top.
+    private static func current(_ contents: Contents) -> StoredState? {
+        var state = contents.durable
+        for change in contents.pending { apply(change, to: &state) }
+        return state
     }
 
     /// Keeps `change` pending until the next ``flush()``.
     ///
-    /// - Throws: A disk-full storage error while the disk ``isFull``; nothing is kept.
+    /// - Throws: A disk-full storage error while the disk ``isFull``; nothing is kept (a disk
+    ///   that ``dropsSavesWhenFull`` throws nothing and keeps all but the keys).
     package func save(_ change: StorageChange) throws(ConvergeError) {
         try contents.withLock { (contents: inout Contents) throws(ConvergeError) in
             guard !contents.full else {
                 guard contents.dropsSavesWhenFull else { throw Self.fullError }
-                // The keys are lost; the rest is kept, so that what is on the disk still
-                // reads as a state (a change names only the counters it sets).
-                contents.pending.append(.save(StorageChange(contextCounters: change.contextCounters, clock: change.clock, metadata: change.metadata)))
+                // The keys are lost; the counters that rise, the clock and the metadata are
+                // kept, so that what is on the disk still reads as a state: every sibling it
+                // holds stays covered (a change names only the counters it sets, and one that
+                // withdraws a writer's counters lowers them as it removes the siblings).
+                let context = Self.current(contents)?.map.context ?? VersionVector()
+                let raised = change.contextCounters.filter { $0.value > context[$0.key] }
+                contents.pending.append(.save(StorageChange(contextCounters: raised, clock: change.clock, metadata: change.metadata)))
                 return
             }
             contents.pending.append(.save(change))
@@ -50,7 +58,8 @@ package final class SimulatedDisk: Storage {
 
     /// Keeps the replacement pending until the next ``flush()``.
     ///
-    /// - Throws: A disk-full storage error while the disk ``isFull``; nothing is kept.
+    /// - Throws: A disk-full storage error while the disk ``isFull``; nothing is kept (a disk
+    ///   that ``dropsSavesWhenFull`` throws nothing and keeps all but the keys).
     package func replaceAll(with state: StoredState) throws(ConvergeError) {
         try contents.withLock { (contents: inout Contents) throws(ConvergeError) in
             guard !contents.full else {

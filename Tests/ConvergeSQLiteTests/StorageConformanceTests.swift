@@ -97,7 +97,8 @@ struct StorageConformanceTests {
     /// A change names only the context's counters it changes (so recording a write costs
     /// the same at 1 replica as at 1,540): the others stay, a lowered counter is lowered, a
     /// counter set to 0 takes its replica out, and a reader of the storage that catches up
-    /// holds the same context as one that loads it afresh.
+    /// holds the same context as one that loads it afresh (SQLite hands it the whole
+    /// context: a writer of an older version marked nothing when a replica left it).
     @Test(arguments: StorageKind.all)
     func aChangeSetsOnlyTheCountersItNames(kind: StorageKind) throws {
         let storage = try kind.make()

@@ -42,6 +42,27 @@ struct DeviceRestoreTests {
         return (simulation, simulation.run())
     }
 
+    /// The broken silent-full disk loses the keys of a save but keeps its counters that rise:
+    /// a withdrawal it drops (the writer's counter lowered, its siblings removed) must not
+    /// leave the disk holding siblings its context no longer covers (it trapped the next
+    /// load in debug builds, and would reopen a broken state in release).
+    @Test func aSilentFullDiskThatDropsAWithdrawalStillHoldsAState() throws {
+        let disk = SimulatedDisk()
+        let sibling = Sibling(dot: Dot(replica: "w", counter: 2), timestamp: HybridTimestamp(wallMilliseconds: 1, logical: 0), value: "v")
+        try disk.save(StorageChange(entries: ["k": [sibling]], contextCounters: ["w": 2], clock: .zero))
+        disk.flush()
+        disk.isFull = true
+        disk.dropsSavesWhenFull = true
+        try disk.save(StorageChange(entries: ["k": []], contextCounters: ["w": 0], clock: .zero))
+        try disk.save(StorageChange(entries: ["j": [Sibling(dot: Dot(replica: "x", counter: 1), timestamp: .zero, value: "x")]],
+                                    contextCounters: ["x": 1], clock: .zero, metadata: ["kept": [1]]))
+        disk.flush()
+        let state = try #require(try disk.load())
+        #expect(state.map._invariantViolation() == nil)
+        #expect(state.map.entries == ["k": [sibling]] && state.map.context == VersionVector(["w": 2, "x": 1]))
+        #expect(state.metadata["kept"] == [1])
+    }
+
     @Test func aDiskRestoredFromASnapshotHoldsWhatWasDurableThenAndNothingPending() throws {
         let disk = SimulatedDisk()
         try disk.save(StorageChange(clock: .zero, metadata: ["step": [1]]))
