@@ -259,13 +259,29 @@ struct ReferenceModel {
         var known = knowledge(of: node, in: account)
         let writer = writerNumbers[id.replica]
         let expected = highestCounter(of: writer, in: known) + 1
-        let problem = id.counter == expected ? nil
+        let problem = id.counter == expected || isReissueOfWithdrawn(id, of: writer, knowing: known, below: expected) ? nil
             : "the write \(id) of \(key) in \(account) is not its writer's next (the model expected number \(expected))"
         append(Write(account: account, key: key, id: id, stamp: stamp, value: value, past: past ?? known, ledgerIndex: ledgerIndex))
         if let ledgerIndex { writeIndexByLedger[ledgerIndex] = writes.count - 1 }
         known.insert(writes.count - 1)
         knowledge[node, default: [:]][account] = known
         return problem
+    }
+
+    /// Whether `id` may follow what its writer knew although it is below `expected`: in the
+    /// mesh and the shared folder (``copiesStandIn``), a twin that stayed on a writer ID
+    /// issues again the counters the other copy withdrew when it re-stamped their writes
+    /// (a peer that took the original drops it when it learns the withdrawal, which travels
+    /// with the copy). The counter must still lie above every write of the ID that the
+    /// writer knows and whose copy it does not know.
+    private func isReissueOfWithdrawn(_ id: WriteID, of writer: Int?, knowing known: Knowledge, below expected: UInt64) -> Bool {
+        guard copiesStandIn, let writer, id.counter < expected, !originalOfCopy.isEmpty else { return false }
+        let withdrawn = representedIndices(knowing: known)
+        var highest: UInt64 = 0
+        for number in known.members where writerOf[number] == writer && !withdrawn.contains(number) {
+            highest = max(highest, writes[number].id.counter)
+        }
+        return id.counter > highest
     }
 
     /// Adds `write` to ``writes`` and to the lists by account and by key.

@@ -79,4 +79,51 @@ struct ReferenceModelTests {
         #expect(model.counters(of: known) == ["d0": 1, "hub": 1])
         #expect(model.expected(in: .default, knowing: known)["k"]?.filter { $0.value != nil }.isEmpty ?? true)
     }
+
+    /// Two copies of one store write under d3 (`device-clone.json` in the mesh, seed 172,
+    /// shrunk in `Traces/mesh-clone-twin-reissues-withdrawn.jsonl`): d0 writes d3:1 and
+    /// d3:2, its twin d1 writes another d3:1. d0 finds the reuse and re-stamps both under
+    /// d3~1, withdrawing d3:1 and d3:2; d1 stays on d3 and, knowing the originals and their
+    /// copies, writes d3:2 again. That counter is free (every write it named was replaced),
+    /// and the model takes it in the mesh. It still refuses d1 reusing its own d3:1, d3:2
+    /// while d1 knows the original and not its copy, and any such reuse in the hub topology.
+    @Test(arguments: [true, false])
+    func aTwinMayIssueAgainTheCountersItsOtherCopyWithdrew(copiesStandIn: Bool) {
+        var model = ReferenceModel()
+        model.copiesStandIn = copiesStandIn
+        func write(by d: Int, _ key: String, _ replica: String, _ counter: UInt64, ledger: Int) -> String? {
+            model.recordWrite(by: .device(d), account: .default, key: key, id: WriteID(replica: replica, counter: counter),
+                              stamp: ReferenceModel.Stamp(wall: UInt64(ledger + 1), logical: 0), value: .string(key), ledgerIndex: ledger)
+        }
+        #expect(write(by: 0, "k1", "d3", 1, ledger: 0) == nil)
+        #expect(write(by: 0, "k14", "d3", 2, ledger: 1) == nil)
+        #expect(write(by: 1, "k0", "d3", 1, ledger: 2) == nil)
+        // d1 learns the originals (from a peer that took them before the re-stamp).
+        model.sent(message: 1, from: .device(0), account: .default)
+        model.delivered(message: 1, to: .device(1), currentAccount: .default, lastCopy: true)
+        let restamps = [("k1", UInt64(1), 3), ("k14", 2, 4)].map { key, counter, ledger in
+            ReferenceModel.Restamp(key: key, old: WriteID(replica: "d3", counter: counter), new: WriteID(replica: "d3~1", counter: counter),
+                                   stamp: ReferenceModel.Stamp(wall: UInt64(ledger - 2), logical: 0), value: .string(key), ledgerIndex: ledger)
+        }
+        let (problems, _) = model.reincarnated(device: 0, account: .default, oldWriter: "d3", oldWriterCount: 0, restamped: restamps)
+        #expect(problems.isEmpty)
+        // Knowing the originals and not their copies, d1 must go on from d3:3.
+        var withoutCopies = model
+        let early = withoutCopies.recordWrite(by: .device(1), account: .default, key: "k1", id: WriteID(replica: "d3", counter: 2),
+                                              stamp: ReferenceModel.Stamp(wall: 9, logical: 0), value: nil, ledgerIndex: 9)
+        #expect(early?.contains("the model expected number 3") == true, "\(early ?? "no problem")")
+        // Then it learns the copies.
+        model.sent(message: 2, from: .device(0), account: .default)
+        model.delivered(message: 2, to: .device(1), currentAccount: .default, lastCopy: true)
+        var reusingOwn = model
+        let ownAgain = reusingOwn.recordWrite(by: .device(1), account: .default, key: "k2", id: WriteID(replica: "d3", counter: 1),
+                                              stamp: ReferenceModel.Stamp(wall: 9, logical: 0), value: nil, ledgerIndex: 9)
+        #expect(ownAgain?.contains("is not its writer's next") == true, "\(ownAgain ?? "no problem")")
+        let reissue = write(by: 1, "k1", "d3", 2, ledger: 5)
+        if copiesStandIn {
+            #expect(reissue == nil)
+        } else {
+            #expect(reissue?.contains("the model expected number 3") == true, "\(reissue ?? "no problem")")
+        }
+    }
 }

@@ -82,6 +82,20 @@ struct SimulationRegressionTests {
                               "hub-pages under multi-value")
     }
 
+    /// `converge-sim run Simulations/device-clone.json --topology mesh --seed 172` failed the
+    /// reference model. Shrunk (the trace): d1 restarts from a copy of d3's disk, as d3; d3
+    /// writes d3:1 and d3:2, d1 another d3:1; d3 finds the reuse and re-stamps its two writes
+    /// as d3~n, withdrawing them; d1, still d3, later writes d3:2, a counter now free. Every
+    /// replica ended with every write, but the model counted the withdrawn d3:2 and expected
+    /// d3:3. It now lets a twin issue again what its other copy withdrew (and nothing else:
+    /// `ReferenceModelTests.aTwinMayIssueAgainTheCountersItsOtherCopyWithdrew`).
+    @Test func aTwinIssuesAgainTheCountersItsOtherCopyWithdrewInTheMesh() throws {
+        let result = try Self.expectReplayPasses("mesh-clone-twin-reissues-withdrawn")
+        #expect(result.metrics.faults.deviceIncarnations == 1 && result.metrics.faults.deviceClones == 1)
+        try Self.expectPasses(Self.catalogue("device-clone") { try $0.set(\.topology, to: .mesh) }, seeds: [172],
+                              "device-clone in the mesh")
+    }
+
     /// `converge-sim run Simulations/quota-pressure.json --policy multi-value --seed 16` ended
     /// with the hub over the quota: its compensating write restored all siblings as one array.
     @Test func aCompensationUnderMultiValueKeepsTheHubWithinTheQuota() throws {
