@@ -89,6 +89,10 @@ struct ReferenceModel {
 
     /// The write each re-stamped copy copies, by the copy's index in ``writes``.
     private(set) var originalOfCopy: [Int: Int] = [:]
+    /// The writes of the same key that each re-stamped copy's original superseded and that
+    /// its writer withdrew with it (its old writer ID's beyond what peers acknowledged), by
+    /// the copy's index: the copy stands in for them too (see ``representedIndices(knowing:)``).
+    private var supersededByCopy: [Int: [Int]] = [:]
 
     private(set) var writes: [Write] = [] {
         didSet {
@@ -599,6 +603,10 @@ struct ReferenceModel {
             append(copy)
             writeIndexByLedger[restamp.ledgerIndex] = first + offset
             originalOfCopy[first + offset] = copied
+            let superseded = writes[copied].past.members.filter {
+                beyondAcknowledged($0) && writes[$0].account == account && writes[$0].key == restamp.key
+            }
+            if !superseded.isEmpty { supersededByCopy[first + offset] = superseded }
             // The copy replaces the write: the store no longer holds it under its old dot. It
             // still counts where another replica (or a message on its way) knows it.
             if !isKnown(copied, in: account, besides: .device(d)) { replaced.append(copied) }
@@ -675,11 +683,18 @@ struct ReferenceModel {
     /// The writes a new incarnation re-stamped whose copy `known` includes: the copy stands in
     /// for the original (same value, timestamp and past). In the mesh, replicas that took the
     /// original before its writer found its counters reused drop it when they learn the
-    /// counters were withdrawn; one that never learns may keep it beside the copy.
+    /// counters were withdrawn; one that never learns may keep it beside the copy. The same
+    /// holds for the writes of that key the original superseded under the withdrawn counters
+    /// (a value the writer replaced before it found the reuse): the copy's past no longer
+    /// names them, since its writer no longer claims their dots, and peers drop them with the
+    /// withdrawal or keep them beside the copy.
     func representedIndices(knowing known: Knowledge) -> Set<Int> {
         var result: Set<Int> = []
         guard copiesStandIn else { return result }
-        for (copy, original) in originalOfCopy where known.contains(copy) { result.insert(original) }
+        for (copy, original) in originalOfCopy where known.contains(copy) {
+            result.insert(original)
+            result.formUnion(supersededByCopy[copy] ?? [])
+        }
         return result
     }
 

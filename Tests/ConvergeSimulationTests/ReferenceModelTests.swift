@@ -126,4 +126,44 @@ struct ReferenceModelTests {
             #expect(reissue?.contains("the model expected number 3") == true, "\(reissue ?? "no problem")")
         }
     }
+
+    /// `device-clone.json` in the mesh, seed 38, shrunk (`Traces/mesh-restamp-replaced-own-write.jsonl`):
+    /// d3, restarted from an empty disk, writes k12 twice (d3:1, then d3:2, which saw it),
+    /// and a peer takes d3:1; d3 finds its counters reused and re-stamps what it holds, d3:2,
+    /// as d3~1:1, withdrawing d3:1 and d3:2. The copy's past no longer names d3:1 (its writer
+    /// no longer claims that dot), yet d3:1 was replaced by the very write the copy stands
+    /// for: where the copy is known, d3:1 may be gone (the withdrawal dropped it) or held
+    /// beside it (before, the model owed it). A withdrawn write of another key stands in for
+    /// nothing of k12, and in the hub topology nothing changes.
+    @Test(arguments: [true, false])
+    func aCopyStandsInForTheWritesItsOriginalReplacedUnderTheWithdrawnCounters(copiesStandIn: Bool) {
+        var model = ReferenceModel()
+        model.copiesStandIn = copiesStandIn
+        let written: [(String, UInt64, Value?)] = [("k12", 1, .string("first")), ("k5", 2, .string("other")), ("k12", 3, .string("second"))]
+        for (index, (key, counter, value)) in written.enumerated() {
+            #expect(model.recordWrite(by: .device(0), account: .default, key: key, id: WriteID(replica: "d3", counter: counter),
+                                      stamp: ReferenceModel.Stamp(wall: counter, logical: 0), value: value, ledgerIndex: index) == nil)
+            // d1 takes the first write before the others.
+            if index == 0 {
+                model.sent(message: 1, from: .device(0), account: .default)
+                model.delivered(message: 1, to: .device(1), currentAccount: .default, lastCopy: true)
+            }
+        }
+        let restamps = [("k5", UInt64(2), UInt64(1), Value.string("other"), 3), ("k12", 3, 2, .string("second"), 4)].map { key, old, new, value, ledger in
+            ReferenceModel.Restamp(key: key, old: WriteID(replica: "d3", counter: old), new: WriteID(replica: "d3~1", counter: new),
+                                   stamp: ReferenceModel.Stamp(wall: old, logical: 0), value: value, ledgerIndex: ledger)
+        }
+        #expect(model.reincarnated(device: 0, account: .default, oldWriter: "d3", oldWriterCount: 0, restamped: restamps).problems.isEmpty)
+        model.sent(message: 2, from: .device(0), account: .default)
+        model.delivered(message: 2, to: .device(1), currentAccount: .default, lastCopy: true)
+        let known = model.knowledge(of: .device(1), in: .default)
+        let expected = model.expected(in: .default, knowing: known)
+        let first = WriteID(replica: "d3", counter: 1)
+        #expect(expected["k12"]?.map(\.id).contains(first) == !copiesStandIn, "\(expected)")
+        #expect((model.representedOriginals(in: .default, knowing: known)["k12"]?.map(\.id).contains(first) ?? false) == copiesStandIn)
+        // k5's write was re-stamped itself: its copy is owed, and in the mesh it stands in for
+        // its original only.
+        #expect(expected["k5"]?.map(\.id).contains(WriteID(replica: "d3~1", counter: 1)) == true, "\(expected)")
+        #expect(model.representedOriginals(in: .default, knowing: known)["k5"]?.map(\.id) == (copiesStandIn ? [WriteID(replica: "d3", counter: 2)] : nil))
+    }
 }

@@ -96,6 +96,19 @@ struct SimulationRegressionTests {
                               "device-clone in the mesh")
     }
 
+    /// `converge-sim run Simulations/device-clone.json --topology mesh --seed 38` (and 9, 35)
+    /// failed the lost-write checker with every replica agreeing. Shrunk (the trace): d3,
+    /// restarted from an empty disk, wrote k12 as d3:1 and again as d3:2, and d1 took d3:1;
+    /// d3 found its counters reused and re-stamped d3:2 as d3~n:1, and the withdrawal dropped
+    /// d3:1 everywhere. The model owed d3:1, since the copy no longer claims the dots it
+    /// withdrew; the copy now stands in for what its original replaced under them.
+    @Test func aRestampedWriteStandsInForTheValueItReplacedInTheMesh() throws {
+        let result = try Self.expectReplayPasses("mesh-restamp-replaced-own-write")
+        #expect(result.metrics.faults.deviceIncarnations == 1)
+        try Self.expectPasses(Self.catalogue("device-clone") { try $0.set(\.topology, to: .mesh) }, seeds: [9, 35, 38],
+                              "device-clone in the mesh")
+    }
+
     /// `converge-sim run Simulations/quota-pressure.json --policy multi-value --seed 16` ended
     /// with the hub over the quota: its compensating write restored all siblings as one array.
     @Test func aCompensationUnderMultiValueKeepsTheHubWithinTheQuota() throws {
