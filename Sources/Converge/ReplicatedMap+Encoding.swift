@@ -127,7 +127,6 @@ extension ReplicatedMap.Delta {
             guard entries[key] == nil else {
                 throw .malformed(.nonCanonical, "the key \"\(key)\" appears twice, spelled in two Unicode normal forms", at: at)
             }
-            guard entries[key] == nil else { throw .malformed(.nonCanonical, "duplicate key", at: at) }
             let siblingCount = try reader.readCount(limit: limits.maximumSiblingsPerKey, minimumElementBytes: 5)
             guard siblingCount > 0 else { throw .malformed(.invalidEntry, "key without siblings", at: at) }
             var siblings: [Sibling] = []

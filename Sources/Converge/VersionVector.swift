@@ -140,6 +140,10 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
         counters.map { (replica: $0.key, counter: $0.value) }.sorted { $0.replica < $1.replica }
     }
 
+    /// The non-zero counters by replica, unordered: for a storage that hands the whole
+    /// context over as a ``StorageChange``. Never iterate it into an encoding or a decision.
+    package var counterTable: [ReplicaID: UInt64] { counters }
+
     /// The number of replicas with a non-zero counter.
     public var count: Int { counters.count }
 

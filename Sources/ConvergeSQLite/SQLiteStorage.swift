@@ -362,9 +362,7 @@ public final class SQLiteStorage: Storage {
         let (context, clock) = try readContextAndClock(from: db)
         // The whole context: this storage cannot know what the reader holds (a replica may
         // have left it, and a writer of an older version did not mark that a rewrite).
-        var counters: [ReplicaID: UInt64] = [:]
-        for entry in context.sortedEntries { counters[entry.replica] = entry.counter }
-        var change = StorageChange(contextCounters: counters, replacesContext: true, clock: clock)
+        var change = StorageChange(contextCounters: context.counterTable, replacesContext: true, clock: clock)
         for row in try db.cached("SELECT key, siblings FROM entries WHERE seq > ?", doing: .read).run([.integer(Int64(bitPattern: seen))]) {
             let (key, siblings) = try decodeEntry(row)
             change.entries[key] = siblings
