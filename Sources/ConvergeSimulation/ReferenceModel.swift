@@ -273,11 +273,16 @@ struct ReferenceModel {
     }
 
     /// Whether `id` may follow what its writer knew although it is below `expected`: in the
-    /// mesh and the shared folder (``copiesStandIn``), a twin that stayed on a writer ID
-    /// issues again the counters the other copy withdrew when it re-stamped their writes
-    /// (a peer that took the original drops it when it learns the withdrawal, which travels
-    /// with the copy). The counter must still lie above every write of the ID that the
-    /// writer knows and whose copy it does not know.
+    /// mesh and the shared folder (``copiesStandIn``), a twin that stayed on a writer ID may
+    /// issue again the counters the other copy withdrew when it re-stamped their writes (in
+    /// the mesh a peer that took an original drops it when it learns the withdrawal, and
+    /// relays the copy). The counter must be the
+    /// next after every write of the ID that the writer knows and whose copy it does not know.
+    ///
+    /// The model cannot tell an original the writer knows through a peer from one its own
+    /// disk holds (a store never drops its own writer ID's writes on a withdrawal): for a twin
+    /// whose disk still holds a withdrawn original this check is weaker than the store's rule;
+    /// a write issued under that original's dot then shows as a lost write at peers.
     private func isReissueOfWithdrawn(_ id: WriteID, of writer: Int?, knowing known: Knowledge, below expected: UInt64) -> Bool {
         guard copiesStandIn, let writer, id.counter < expected, !originalOfCopy.isEmpty else { return false }
         let withdrawn = representedIndices(knowing: known)
@@ -285,7 +290,7 @@ struct ReferenceModel {
         for number in known.members where writerOf[number] == writer && !withdrawn.contains(number) {
             highest = max(highest, writes[number].id.counter)
         }
-        return id.counter > highest
+        return id.counter == highest + 1
     }
 
     /// Adds `write` to ``writes`` and to the lists by account and by key.
@@ -691,7 +696,8 @@ struct ReferenceModel {
     func representedIndices(knowing known: Knowledge) -> Set<Int> {
         var result: Set<Int> = []
         guard copiesStandIn else { return result }
-        for (copy, original) in originalOfCopy where known.contains(copy) {
+        // A copy lost in a crash before it was durable stands in for nothing.
+        for (copy, original) in originalOfCopy where known.contains(copy) && !writes[copy].forgotten {
             result.insert(original)
             result.formUnion(supersededByCopy[copy] ?? [])
         }

@@ -127,14 +127,14 @@ struct ReferenceModelTests {
         }
     }
 
-    /// `device-clone.json` in the mesh, seed 38, shrunk (`Traces/mesh-restamp-replaced-own-write.jsonl`):
-    /// d3, restarted from an empty disk, writes k12 twice (d3:1, then d3:2, which saw it),
-    /// and a peer takes d3:1; d3 finds its counters reused and re-stamps what it holds, d3:2,
-    /// as d3~1:1, withdrawing d3:1 and d3:2. The copy's past no longer names d3:1 (its writer
-    /// no longer claims that dot), yet d3:1 was replaced by the very write the copy stands
-    /// for: where the copy is known, d3:1 may be gone (the withdrawal dropped it) or held
-    /// beside it (before, the model owed it). A withdrawn write of another key stands in for
-    /// nothing of k12, and in the hub topology nothing changes.
+    /// What `device-clone.json` in the mesh, seed 38, shrank to
+    /// (`Traces/mesh-restamp-replaced-own-write.jsonl`): a restored writer wrote a key twice
+    /// and re-stamped only the second write, whose copy no longer claims the first's dot.
+    /// Here d0 writes k12 (d3:1), k5 (d3:2) and k12 again (d3:3, which saw d3:1); d1 takes
+    /// d3:1 only; d0 re-stamps d3:2 and d3:3 as d3~1:1 and d3~1:2, and d1 learns the copies.
+    /// In the mesh d3:1 may then be gone at d1 (the withdrawal dropped it) or held beside
+    /// k12's copy: it stands in for it (before, the model owed it); k5's copy stands in for
+    /// its original only. In the hub topology nothing changes.
     @Test(arguments: [true, false])
     func aCopyStandsInForTheWritesItsOriginalReplacedUnderTheWithdrawnCounters(copiesStandIn: Bool) {
         var model = ReferenceModel()
@@ -165,5 +165,36 @@ struct ReferenceModelTests {
         // its original only.
         #expect(expected["k5"]?.map(\.id).contains(WriteID(replica: "d3~1", counter: 1)) == true, "\(expected)")
         #expect(model.representedOriginals(in: .default, knowing: known)["k5"]?.map(\.id) == (copiesStandIn ? [WriteID(replica: "d3", counter: 2)] : nil))
+    }
+
+    /// A copy stands in only for writes of its own key: d0 writes k12 (d3:1), which d1 takes;
+    /// d2 replaces it (d5:1, later lost in a crash) and d0 learns that; d0 writes k5 (d3:2)
+    /// and re-stamps only that write. d1, knowing d3:1 of k12 and k5's copy, still owes d3:1
+    /// (nothing that counts superseded it), although k5's original saw it.
+    @Test func aCopyStandsInForNothingOfAnotherKey() {
+        var model = ReferenceModel()
+        model.copiesStandIn = true
+        func stamp(_ wall: UInt64) -> ReferenceModel.Stamp { ReferenceModel.Stamp(wall: wall, logical: 0) }
+        let first = WriteID(replica: "d3", counter: 1)
+        #expect(model.recordWrite(by: .device(0), account: .default, key: "k12", id: first, stamp: stamp(1), value: .string("a"), ledgerIndex: 0) == nil)
+        model.sent(message: 1, from: .device(0), account: .default)
+        model.delivered(message: 1, to: .device(1), currentAccount: .default, lastCopy: true)
+        model.sent(message: 2, from: .device(0), account: .default)
+        model.delivered(message: 2, to: .device(2), currentAccount: .default, lastCopy: true)
+        #expect(model.recordWrite(by: .device(2), account: .default, key: "k12", id: WriteID(replica: "d5", counter: 1), stamp: stamp(2),
+                                  value: .string("b"), ledgerIndex: 1) == nil)
+        model.sent(message: 3, from: .device(2), account: .default)
+        model.delivered(message: 3, to: .device(0), currentAccount: .default, lastCopy: true)
+        #expect(model.recordWrite(by: .device(0), account: .default, key: "k5", id: WriteID(replica: "d3", counter: 2), stamp: stamp(3),
+                                  value: .string("c"), ledgerIndex: 2) == nil)
+        model.forget(ledgerIndex: 1)
+        let restamp = ReferenceModel.Restamp(key: "k5", old: WriteID(replica: "d3", counter: 2), new: WriteID(replica: "d3~1", counter: 1),
+                                             stamp: stamp(3), value: .string("c"), ledgerIndex: 3)
+        #expect(model.reincarnated(device: 0, account: .default, oldWriter: "d3", oldWriterCount: 0, restamped: [restamp]).problems.isEmpty)
+        model.sent(message: 4, from: .device(0), account: .default)
+        model.delivered(message: 4, to: .device(1), currentAccount: .default, lastCopy: true)
+        let known = model.knowledge(of: .device(1), in: .default)
+        #expect(model.expected(in: .default, knowing: known)["k12"]?.map(\.id) == [first])
+        #expect(model.representedOriginals(in: .default, knowing: known)["k12"] == nil)
     }
 }
