@@ -42,7 +42,8 @@ public struct Sibling: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Complexity: O(1), or O(*n*) in the encoded size of a value kept encoded.
     public var value: Value? {
-        get {
+        // Inlined, a read copies the value alone, not the whole sibling first.
+        @inline(__always) get {
             switch payload {
             case .removal: return nil
             case .decoded(let value): return value
