@@ -16,12 +16,32 @@ extension ReplicatedKeyValueStore {
         /// What the storage records and memory then takes; `nil` changes nothing durable.
         var update: StorageUpdate?
         /// The sync machines after the write (they record what a hub or peers reported),
-        /// or `nil` to keep them.
-        var machines: (hub: DeviceSyncMachine, mesh: MeshSyncMachine)?
+        /// or `nil` to keep them. Boxed: a plan is moved at every write, and the machines
+        /// are large (inline, they were most of the bytes a local write copied).
+        var machines: PlannedMachines?
         /// Events to emit once the write is in place.
         var events: [StoreEvent] = []
         /// What the write returns.
         var result: Result
+
+        init(update: StorageUpdate? = nil, machines: (hub: DeviceSyncMachine, mesh: MeshSyncMachine)? = nil,
+             events: [StoreEvent] = [], result: Result) {
+            self.update = update
+            self.machines = machines.map { PlannedMachines(hub: $0.hub, mesh: $0.mesh) }
+            self.events = events
+            self.result = result
+        }
+    }
+
+    /// The sync machines a plan puts in place.
+    final class PlannedMachines: Sendable {
+        let hub: DeviceSyncMachine
+        let mesh: MeshSyncMachine
+
+        init(hub: DeviceSyncMachine, mesh: MeshSyncMachine) {
+            self.hub = hub
+            self.mesh = mesh
+        }
     }
 
     /// Carries out one write: catches up with the storage's other writers, plans the write
@@ -45,8 +65,9 @@ extension ReplicatedKeyValueStore {
                         events += state.withLock { $0.takeCatchUp(update) }.events
                     }
                     let plan = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
-                    planned = plan
-                    return plan.update
+                    let update = plan.update
+                    planned = consume plan
+                    return update
                 }
             } catch {
                 seen = caughtUp
