@@ -56,6 +56,14 @@ extension ReplicatedKeyValueStore {
         set { state.withLock { $0.meshMachine._ignoresWriterSessions = newValue } }
     }
 
+    /// A hub's reply written relative to what the device holds (``SyncReply/relativeTo``) is
+    /// joined with whatever hub context and frontier the device holds now, without checking
+    /// that the reply was written relative to exactly them.
+    @_spi(Testing) public var _resolvesRelativeRepliesBlindly: Bool {
+        get { state.withLock { $0.resolvesRelativeRepliesBlindly } }
+        set { state.withLock { $0.resolvesRelativeRepliesBlindly = newValue } }
+    }
+
     /// `a` joined with `b` as this store joins what it receives (left-biased under
     /// ``_joinKeepsOwnSiblings``): what the simulator's CRDT-law checker tests.
     @_spi(Testing) public func _joined(_ a: ReplicatedMap, _ b: ReplicatedMap) -> ReplicatedMap {
@@ -76,5 +84,17 @@ extension ReplicatedKeyValueStore.State {
     static func leftBiased(_ other: ReplicatedMap, over own: ReplicatedMap) -> ReplicatedMap {
         let entries = other.entries.filter { own.entries[$0.key] == nil }
         return (try? ReplicatedMap(entries: entries, context: other.context)) ?? other
+    }
+}
+
+extension SyncMessage {
+    /// This message as a store under ``ReplicatedKeyValueStore/_resolvesRelativeRepliesBlindly``
+    /// takes it: a relative reply joined with what `machine` holds, whatever that is.
+    func resolvedBlindly(by machine: DeviceSyncMachine) -> SyncMessage {
+        guard case .reply(var reply) = self, reply.relativeTo != nil else { return self }
+        reply.delta.context.formUnion(machine.hubContext)
+        reply.stableFrontier.formUnion(machine.stableFrontier)
+        reply.relativeTo = nil
+        return .reply(reply)
     }
 }

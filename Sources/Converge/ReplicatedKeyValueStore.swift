@@ -69,6 +69,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         var brokenSoftQuota = false
         var brokenJoin = false
         var blindToReusedCounters = false
+        var resolvesRelativeRepliesBlindly = false
     }
 
     struct Observers: Sendable {

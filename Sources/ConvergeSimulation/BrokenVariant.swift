@@ -97,6 +97,11 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// writes for the ones they hold under the same dots. Caught by the no-lost-write
     /// checker.
     case sessionBlindMesh = "session-blind-mesh"
+    /// Devices join a hub's reply written relative to what they held when they polled
+    /// (``SyncReply/relativeTo``) with whatever they hold when it arrives: a late reply then
+    /// claims, for its keys, writes it does not carry, and the device drops them. Caught by
+    /// the no-lost-write and convergence checkers.
+    case blindRelativeReplies = "blind-relative-replies"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change
     /// something there: a variant that cannot fire proves nothing, so the runner says so.
@@ -150,6 +155,8 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
             if options.topology != .hub { return "there is no hub in the \(options.topology.rawValue) topology" }
             return options.deviceRestores == 0 && options.deviceClones == 0
                 ? "no device is restored or cloned (deviceRestores = 0, deviceClones = 0)" : nil
+        case .blindRelativeReplies:
+            return options.topology == .hub ? nil : "there is no hub in the \(options.topology.rawValue) topology"
         case .sessionBlindMesh:
             if options.topology != .mesh { return "devices gossip directly only in the mesh topology" }
             return options.deviceRestores == 0 && options.deviceClones == 0
@@ -217,6 +224,8 @@ struct VariantHooks {
     private(set) var hubIgnoresWriterSessions = false
     /// Whether mesh devices never compare write sessions (``BrokenVariant/sessionBlindMesh``).
     private(set) var meshIgnoresWriterSessions = false
+    /// Whether stores join relative replies with whatever they hold (``BrokenVariant/blindRelativeReplies``).
+    private(set) var storesResolveRelativeRepliesBlindly = false
 
     init(_ variant: BrokenVariant?, ambientJitter: (@Sendable () -> Int)?) {
         switch variant {
@@ -246,6 +255,7 @@ struct VariantHooks {
         case .unnoticedRestore: storesIgnoreReusedCounters = true
         case .sessionBlindHub: hubIgnoresWriterSessions = true
         case .sessionBlindMesh: meshIgnoresWriterSessions = true
+        case .blindRelativeReplies: storesResolveRelativeRepliesBlindly = true
         }
     }
 

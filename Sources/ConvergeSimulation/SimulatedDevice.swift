@@ -38,6 +38,7 @@ struct SimulatedDevice {
     var growsWhileOverQuota = false
     var joinKeepsOwnSiblings = false
     var ignoresReusedCounters = false
+    var resolvesRelativeRepliesBlindly = false
     var meshIgnoresWriterSessions = false
     /// The union of the default account's contexts this device has held.
     var observed = VersionVector()
@@ -96,5 +97,6 @@ struct SimulatedDevice {
         if joinKeepsOwnSiblings { store._joinKeepsOwnSiblings = true }
         if ignoresReusedCounters { store._ignoresReusedCounters = true }
         if meshIgnoresWriterSessions { store._meshIgnoresWriterSessions = true }
+        if resolvesRelativeRepliesBlindly { store._resolvesRelativeRepliesBlindly = true }
     }
 }

@@ -30,6 +30,7 @@ extension Simulation {
         let carried: ReplicatedMap.Delta
         switch message {
         case .push(let push): carried = push.delta
+        case .reply(let reply) where reply.relativeTo != nil: return nil  // a hub makes only whole replies relative
         case .reply(let reply): carried = reply.delta
         case .gossip, .poll, .upToDate: return nil
         }

@@ -103,6 +103,9 @@ extension Simulation {
         } else if case .unexpected? = receipt.ignored {
             // An answer to the device's previous incarnation (``SyncReply/device``): nothing taken.
             model.dropped(message: id, lastCopy: lastCopy)
+        } else if case .staleRelativeReply? = receipt.ignored {
+            // A reply relative to a hub context the device no longer holds: nothing taken.
+            model.dropped(message: id, lastCopy: lastCopy)
         } else {
             model.delivered(message: id, to: .device(d), currentAccount: devices[d].store.account, lastCopy: lastCopy)
         }

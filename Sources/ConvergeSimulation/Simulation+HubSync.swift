@@ -42,7 +42,9 @@ extension Simulation {
         if case .reply(let reply) = answer {
             if case .device(let d) = sender {
                 var context = ReferenceModel.Counters()
-                for (replica, counter) in reply.delta.context.sortedEntries { context[replica.rawValue] = counter }
+                // A relative reply carries what changed of the hub's whole context.
+                let whole = reply.relativeTo == nil ? reply.delta.context : hub.state(of: reply.account).context
+                for (replica, counter) in whole.sortedEntries { context[replica.rawValue] = counter }
                 model.hubReplied(to: d, account: reply.account, context: context)
             }
             if reply.kind == .fullState { metrics.fullStateReplies += 1 }

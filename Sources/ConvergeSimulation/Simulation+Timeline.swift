@@ -134,6 +134,7 @@ extension Simulation {
         case .reusedCounters: "reused counters"
         case .otherIncarnation: "for another incarnation"
         case .staleReport: "stale report"
+        case .staleRelativeReply: "relative to what it no longer holds"
         }
     }
 

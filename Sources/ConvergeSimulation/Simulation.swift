@@ -115,6 +115,7 @@ public final class Simulation {
             device.joinKeepsOwnSiblings = hooks.storesJoinKeepingOwnSiblings
             device.ignoresReusedCounters = hooks.storesIgnoreReusedCounters
             device.meshIgnoresWriterSessions = hooks.meshIgnoresWriterSessions
+            device.resolvesRelativeRepliesBlindly = hooks.storesResolveRelativeRepliesBlindly
             device.breakStore()
             devices.append(device)
         }

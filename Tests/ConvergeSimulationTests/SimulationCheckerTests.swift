@@ -320,6 +320,15 @@ struct SimulationCheckerTests {
                               alsoAllowed: [.liveness, .referenceModel, .convergence], "hub pages claiming the whole context")
     }
 
+    /// A late relative reply (``SyncReply/relativeTo``) joined with whatever the device holds
+    /// by then: it needs a reply overtaken by a later one and a key written again meanwhile,
+    /// which 2 of seeds 0..<30 of the small scenario have (8 and 24; in the real system a
+    /// device ignores such a reply, `RelativeReplyTests`).
+    @Test func theReferenceModelCatchesADeviceThatJoinsRelativeRepliesBlindly() {
+        Self.expectCaughtOnly(SmallScenarios.violations(SmallScenarios.plain, variant: .blindRelativeReplies, seeds: 0..<30),
+                              by: [.referenceModel, .lostWrite], alsoAllowed: [.liveness, .convergence], "blindly joined relative replies")
+    }
+
     @Test func aVariantThatCannotFireSaysSo() throws {
         let scenario = try SmallScenarios.make("inert") { try $0.set(\.policy, to: .multiValue) }.resolved(seed: 0)
         #expect(BrokenVariant.oldestWins.inertReason(in: scenario) == "the policy is multi-value, not lww")

@@ -159,6 +159,8 @@ public struct SyncRun {
     public private(set) var accountSwitches = 0
     /// Polls answered "up to date" (the compact steady-state exchange).
     public private(set) var upToDateAnswers = 0
+    /// Replies written relative to what the device held (``SyncReply/relativeTo``).
+    public private(set) var relativeReplies = 0
     /// Folder files delivered to a device after a later file of the same writer.
     public private(set) var filesOutOfOrder = 0
     /// Folder files removed (compacted) before they reached a device, which they never do.
@@ -286,7 +288,8 @@ public struct SyncRun {
             self.compensations += compensations.count
             if case .reply(let reply) = answer {
                 if reply.kind == .fullState { fullStateReplies += 1 }
-                if reply.keys != .all || reply.delta.context != hub.state(of: reply.account).context { pagedReplies += 1 }
+                if reply.relativeTo != nil { relativeReplies += 1 }
+                if reply.keys != .all || (reply.relativeTo == nil && reply.delta.context != hub.state(of: reply.account).context) { pagedReplies += 1 }
             }
             if case .upToDate = answer { upToDateAnswers += 1 }
             for compensation in compensations {

@@ -35,6 +35,9 @@ struct SyncMessageTests {
                              moreToCome: !page.complete, partialKeys: page.partialKeys, repairedKeys: span.keys)),
             .gossip(SyncGossip(account: "acct", sender: "tablet", delta: state.asDelta, wantsReply: generator.chance(0.5))),
             .poll(SyncPoll(account: "acct", device: "phone", digest: state.context.digest)),
+            .poll(SyncPoll(account: "acct", device: "phone", digest: state.context.digest, acceptsRelativeReply: true)),
+            .reply(SyncReply(account: "acct", kind: .delta, delta: state.asDelta, stableFrontier: state.context, rejectedKeys: [])
+                .relative(toContext: VersionVector(), stableFrontier: VersionVector())!),
             .upToDate("acct"),
         ]
     }
@@ -98,7 +101,7 @@ struct SyncMessageTests {
     /// of version 5); a version-3 gossip cannot carry the flags version 4 added, and
     /// versions 2 and 6 are refused.
     @Test func aVersion3MessageIsStillReadAndWrittenInTheCurrentVersion() throws {
-        #expect(SyncMessage.formatVersion == 5 && SyncMessage.oldestReadableFormatVersion == 3 && SyncMessage.oldestWrittenFormatVersion == 4)
+        #expect(SyncMessage.formatVersion == 6 && SyncMessage.oldestReadableFormatVersion == 3 && SyncMessage.oldestWrittenFormatVersion == 4)
         var gossip = SyncGossip(account: "a", sender: "phone",
                                 delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 2])), wantsReply: true)
         gossip.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 7)]))
@@ -122,7 +125,7 @@ struct SyncMessageTests {
                                                                detail: "invalid gossip flags 31: message format version 3 has no flag 4", offset: 11))) {
             try SyncMessage(encoded: Self.resealed(current, asVersion: 3))
         }
-        for version: UInt8 in [2, 6] {
+        for version: UInt8 in [2, 7] {
             #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion,
                                                                    detail: "unsupported message format version \(version)", offset: 1))) {
                 try SyncMessage(encoded: Self.resealed(current, asVersion: version))
@@ -240,19 +243,19 @@ struct SyncMessageTests {
         #expect(Self.resealed(try SyncMessage.gossip(gossip).encoded(), asVersion: 4)[Self.gossipFlagOffset(of: gossip)] == 31)
     }
 
-    /// A version this build does not know, such as a later peer's 6, is refused as
+    /// A version this build does not know, such as a later peer's 7, is refused as
     /// unsupported, before anything else of the message is read.
-    @Test func anUnknownVersion6IsRefusedAsUnsupported() throws {
+    @Test func anUnknownVersion7IsRefusedAsUnsupported() throws {
         let gossip = try #require(try Self.gossipsWithTheFieldsOfVersion5().last)
         for message in [SyncMessage.gossip(gossip), .upToDate("a")] {
             #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion,
-                                                                   detail: "unsupported message format version 6", offset: 1))) {
-                try SyncMessage(encoded: Self.resealed(try message.encoded(), asVersion: 6))
+                                                                   detail: "unsupported message format version 7", offset: 1))) {
+                try SyncMessage(encoded: Self.resealed(try message.encoded(), asVersion: 7))
             }
         }
         #expect(throws: ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion,
-                                                               detail: "unsupported message format version 6", offset: 1))) {
-            try SyncMessage(encoded: [SyncMessage.magic, 6, 3])
+                                                               detail: "unsupported message format version 7", offset: 1))) {
+            try SyncMessage(encoded: [SyncMessage.magic, 7, 3])
         }
     }
 

@@ -105,7 +105,7 @@ public struct DeviceSyncMachine: Hashable, Sendable {
         }
         if !hubContext.isEmpty && state.context == hubContext && !expectsMorePages {
             return .poll(SyncPoll(account: account, device: device,
-                                  digest: SyncPoll.digest(context: hubContext, stableFrontier: stableFrontier)))
+                                  digest: SyncPoll.digest(context: hubContext, stableFrontier: stableFrontier), acceptsRelativeReply: true))
         }
         let push = push(from: state, maximumBytes: maximumPushBytes)
         // A device that starts from nothing the hub reported sends its whole state; in one
@@ -126,14 +126,23 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// up-to-date answer needs nothing. Anything else, and every message of another account
     /// (the device may have switched while it travelled), is ignored.
     ///
+    /// A reply written relative to what the device holds (``SyncReply/relativeTo``) is
+    /// joined with the hub context and frontier the device holds first, and ignored if it
+    /// was written relative to others (``SyncIgnoredReason/staleRelativeReply``).
+    ///
     /// - Complexity: O(*r*) in the replicas of the reply's contexts.
     public mutating func receive(_ message: SyncMessage) -> [SyncAction] {
         switch message {
-        case .reply(let reply):
-            guard reply.account == account else { return [.ignore(.otherAccount(reply.account))] }
+        case .reply(let received):
+            guard received.account == account else { return [.ignore(.otherAccount(received.account))] }
             // An answer to this store's previous incarnation: computed for writes it no longer
             // holds under that ID.
-            if let answered = reply.device, answered != device { return [.ignore(.unexpected)] }
+            if let answered = received.device, answered != device { return [.ignore(.unexpected)] }
+            // A reply relative to a hub context and frontier the device no longer holds
+            // exactly: joined with what it holds, it would claim what the hub never had.
+            guard let reply = received.resolved(againstContext: hubContext, stableFrontier: stableFrontier) else {
+                return [.ignore(.staleRelativeReply)]
+            }
             // A whole reply (not a page) announces the hub's stable frontier, which only grows.
             let whole = reply.kind == .delta ? !reply.moreToCome : reply.keys == .all
             // A page of nothing under a context the device holds asks for a push (the hub

@@ -464,6 +464,13 @@ public struct HubSyncMachine: Sendable {
                reply.stableFrontier == previous.frontier {
                 return .upToDate(poll.account)
             }
+            // The device holds exactly what the last reply carried: say only what changed, in a
+            // reply that carries the hub's whole context (not a page, nor the answer to a lost
+            // basis or to reused counters).
+            if let previous, holdsLastReply, poll.acceptsRelativeReply, reply.delta.context == accounts[poll.account]?.map.context,
+               let relative = reply.relative(toContext: previous.context, stableFrontier: previous.frontier) {
+                return .reply(relative)
+            }
             return .reply(reply)
         case .reply, .gossip, .upToDate:
             throw .malformed(.unexpectedMessage, "the hub accepts only pushes and polls")

@@ -148,6 +148,10 @@ extension ReplicatedKeyValueStore {
             // The store switched accounts while the request travelled: the answer is stale, not wrong.
             guard self.account == account else { return }
             throw .malformed(.unexpectedMessage, "the hub answered for account \(answered), not \(account)")
+        case .staleRelativeReply:
+            // Another exchange of this store took a reply while this one travelled: the
+            // answer is stale, not wrong, and the next poll is answered whole.
+            return
         case .fromSelf, .unexpected, .reusedCounters, .otherIncarnation, .staleReport:
             throw .malformed(.unexpectedMessage, "the hub's answer is not a reply")
         }
@@ -239,7 +243,8 @@ extension ReplicatedKeyValueStore {
             var next = state
             let actions: [SyncAction]
             switch message {
-            case .reply, .upToDate: actions = next.hubMachine.receive(message)
+            case .reply, .upToDate:
+                actions = next.hubMachine.receive(state.resolvesRelativeRepliesBlindly ? message.resolvedBlindly(by: next.hubMachine) : message)
             case .gossip: actions = next.meshMachine.receive(message, as: state.writerID, holding: state.map.context)
             case .push, .poll: actions = [.ignore(.unexpected)]
             }

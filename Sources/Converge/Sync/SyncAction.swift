@@ -56,4 +56,8 @@ public enum SyncIgnoredReason: Hashable, Sendable {
     /// storage went back (a restored backup, a replaced or copied disk) since it reported
     /// what the sender computed the gossip for, and it would miss the writes between.
     case staleReport
+    /// A hub's reply written relative to a hub context and stable frontier the device no
+    /// longer holds exactly (``SyncReply/relativeTo``): it took another reply since it
+    /// polled. The device's next poll is answered whole.
+    case staleRelativeReply
 }

