@@ -141,7 +141,9 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The non-zero counters by replica, unordered: for a storage that hands the whole
-    /// context over as a ``StorageChange``. Never iterate it into an encoding or a decision.
+    /// context over as a ``StorageChange``, or to build another vector (whose entries do not
+    /// depend on the order they were raised in). Never iterate it into an encoding or a
+    /// decision that depends on the order.
     package var counterTable: [ReplicaID: UInt64] { counters }
 
     /// The number of replicas with a non-zero counter.

@@ -99,8 +99,8 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     case sessionBlindMesh = "session-blind-mesh"
     /// Devices join a hub's reply written relative to what they held when they polled
     /// (``SyncReply/relativeTo``) with whatever they hold when it arrives: a late reply then
-    /// claims, for its keys, writes it does not carry, and the device drops them. Caught by
-    /// the no-lost-write and convergence checkers.
+    /// claims, for its keys, writes it does not carry, and the device drops them (or keeps a
+    /// write they replaced). Caught by the reference model and the no-lost-write checker.
     case blindRelativeReplies = "blind-relative-replies"
 
     /// Why the variant changes nothing in a run with `options`, or `nil` if it does change

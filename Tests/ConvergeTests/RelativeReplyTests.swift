@@ -1,5 +1,6 @@
 @_spi(Testing) @testable import Converge
 import ConvergeTestSupport
+import Synchronization
 import Testing
 
 /// Replies written relative to what the polling device holds (``SyncReply/relativeTo``):
@@ -171,13 +172,100 @@ struct RelativeReplyTests {
         #expect(page.relative(toContext: VersionVector(), stableFrontier: VersionVector()) == nil)
         page.relativeTo = 7
         #expect(throws: ConvergeError.malformed(MalformedInput(problem: .inconsistent,
-                                                               detail: "only a whole delta reply is written relative to what the device holds", offset: 3))) {
+                                                               detail: "only a whole delta reply is written relative to what the device holds", offset: 5))) {
             try SyncMessage(encoded: try SyncMessage.reply(page).encoded())
         }
         // Resolved only against exactly the context and frontier it names.
         #expect(relative.resolved(againstContext: VersionVector(["phone": 2]), stableFrontier: VersionVector(["phone": 1])) == whole)
         #expect(relative.resolved(againstContext: VersionVector(["phone": 3]), stableFrontier: VersionVector(["phone": 1])) == nil)
         #expect(relative.resolved(againstContext: VersionVector(["phone": 2]), stableFrontier: VersionVector()) == nil)
+    }
+}
+
+/// A hub built before message format 6: it refuses every message of a later version, as
+/// `converge-hub` answers `400` to what it cannot decode.
+final class HubBeforeFormat6: SyncTransport {
+    let hub: InMemoryHub
+    /// The formats of the requests it was sent, in order.
+    let versions = Mutex<[UInt8]>([])
+
+    init(hub: InMemoryHub) { self.hub = hub }
+
+    func exchange(_ request: [UInt8]) async throws -> [UInt8] { try exchangeImmediately(request)! }
+
+    func exchangeImmediately(_ request: [UInt8]) throws -> [UInt8]? {
+        versions.withLock { $0.append(request[1]) }
+        guard request[1] < 6 else {
+            throw ConvergeError.malformed(MalformedInput(problem: .unsupportedVersion, detail: "unsupported message format version \(request[1])", offset: 1))
+        }
+        return try hub.exchange(request)
+    }
+}
+
+extension RelativeReplyTests {
+    /// A device upgraded before its hub: its first poll, which accepts a relative reply
+    /// (format 6), is refused; its next poll is of format 4, is answered, and so are all
+    /// after it (a device whose polls all failed would never hear of others' writes).
+    @Test func aDeviceWhoseHubRefusesFormat6PollsMissesOneExchangeThenPollsInFormat4() throws {
+        let clock = ManualClock()
+        let hub = InMemoryHub(quota: .unlimited)
+        let phoneLink = HubBeforeFormat6(hub: hub), tabletLink = HubBeforeFormat6(hub: hub)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: phoneLink, clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", transport: tabletLink, clock: clock)
+        try tablet.setValue("one", forKey: "k")
+        #expect(tablet.synchronize() && phone.synchronize())
+        #expect(phone.string(forKey: "k") == "one")
+        try tablet.setValue("two", forKey: "k")
+        #expect(tablet.synchronize())
+        // Nothing to push: a poll of format 6, refused.
+        #expect(!phone.synchronize())
+        #expect(phone.string(forKey: "k") == "one")
+        for value in ["two", "three", "four"] {
+            if value != "two" {
+                try tablet.setValue(.string(value), forKey: "k")
+                #expect(tablet.synchronize())
+            }
+            #expect(phone.synchronize())
+            #expect(phone.string(forKey: "k") == value)
+        }
+        let versions = phoneLink.versions.withLock { $0 }
+        #expect(versions.filter { $0 == 6 }.count == 1, "formats sent: \(versions)")
+    }
+
+    /// A network that loses both a format-6 poll and the format-4 poll after it shows
+    /// nothing of the hub: the store goes back to polls that accept a relative reply.
+    @Test func aNetworkThatLosesPollsDoesNotTurnRelativeRepliesOff() throws {
+        let clock = ManualClock()
+        let link = LosingLink(hub: InMemoryHub(quota: .unlimited))
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: link, clock: clock)
+        try phone.setValue("mine", forKey: "m")
+        #expect(phone.synchronize())
+        link.losses.withLock { $0 = 2 }
+        #expect(!phone.synchronize() && !phone.synchronize())
+        #expect(phone.synchronize())
+        #expect(link.versions.withLock { $0 } == [4, 6, 4, 6], "formats sent: \(link.versions.withLock { $0 })")
+    }
+}
+
+/// A link to a hub of this version that loses the next `losses` requests.
+final class LosingLink: SyncTransport {
+    let hub: InMemoryHub
+    let losses = Mutex(0)
+    /// The formats of the requests it was given, in order.
+    let versions = Mutex<[UInt8]>([])
+
+    init(hub: InMemoryHub) { self.hub = hub }
+
+    func exchange(_ request: [UInt8]) async throws -> [UInt8] { try exchangeImmediately(request)! }
+
+    func exchangeImmediately(_ request: [UInt8]) throws -> [UInt8]? {
+        versions.withLock { $0.append(request[1]) }
+        let lost = losses.withLock { losses in
+            defer { losses = max(0, losses - 1) }
+            return losses > 0
+        }
+        if lost { throw ConvergeError.unreachable("the request was lost") }
+        return try hub.exchange(request)
     }
 }
 

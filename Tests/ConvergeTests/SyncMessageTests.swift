@@ -99,7 +99,7 @@ struct SyncMessageTests {
     /// Version 3 (what shared folders on users' disks hold, and older peers send) is still
     /// read, and written back as version 4, the oldest written (these messages need nothing
     /// of version 5); a version-3 gossip cannot carry the flags version 4 added, and
-    /// versions 2 and 6 are refused.
+    /// versions 2 and 7 are refused.
     @Test func aVersion3MessageIsStillReadAndWrittenInTheCurrentVersion() throws {
         #expect(SyncMessage.formatVersion == 6 && SyncMessage.oldestReadableFormatVersion == 3 && SyncMessage.oldestWrittenFormatVersion == 4)
         var gossip = SyncGossip(account: "a", sender: "phone",

@@ -130,7 +130,8 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// joined with the hub context and frontier the device holds first, and ignored if it
     /// was written relative to others (``SyncIgnoredReason/staleRelativeReply``).
     ///
-    /// - Complexity: O(*r*) in the replicas of the reply's contexts.
+    /// - Complexity: O(*r*) in the replicas of the reply's contexts (and of the hub context
+    ///   the device holds, for a relative reply).
     public mutating func receive(_ message: SyncMessage) -> [SyncAction] {
         switch message {
         case .reply(let received):

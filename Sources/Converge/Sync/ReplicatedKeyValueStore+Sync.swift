@@ -82,6 +82,11 @@ extension ReplicatedKeyValueStore {
     /// created without a transport has nothing to exchange: it only takes what other
     /// writers of its storage wrote (``refresh()``).
     ///
+    /// A poll accepts a reply relative to what the store holds (``SyncPoll/acceptsRelativeReply``,
+    /// message format 6), which a hub built before it refuses: after a poll that got no
+    /// answer the next is written in format 4, and if that one is answered the store polls
+    /// in format 4 until it is opened again.
+    ///
     /// - Throws: What the transport throws (``ConvergeError/unreachable(_:)`` from an
     ///   ``InMemoryHub`` that is not reachable), ``ConvergeError/malformed(_:)`` for an
     ///   answer that is not a valid answer of this store's account, or the storage's error.
@@ -98,8 +103,13 @@ extension ReplicatedKeyValueStore {
         // Other writers of the storage (another process on the same file) may have written
         // since this object looked: push their writes too, and tell the app of them.
         try refresh()
-        let (request, account) = try hubRequest()
-        let answer = try await transport.exchange(request)
+        let (request, account, acceptsRelativeReply) = try hubRequest()
+        let answer: [UInt8]
+        do { answer = try await transport.exchange(request) } catch {
+            noteExchange(ofPollAccepting: acceptsRelativeReply, answered: false)
+            throw error
+        }
+        noteExchange(ofPollAccepting: acceptsRelativeReply, answered: true)
         try check(try receive(answer), answeringRequestOf: account)
     }
 
@@ -109,8 +119,14 @@ extension ReplicatedKeyValueStore {
         guard let transport else { return (try? refresh()) != nil }
         do {
             try refresh()
-            let (request, account) = try hubRequest()
-            if let answer = try transport.exchangeImmediately(request) {
+            let (request, account, acceptsRelativeReply) = try hubRequest()
+            let immediate: [UInt8]?
+            do { immediate = try transport.exchangeImmediately(request) } catch {
+                noteExchange(ofPollAccepting: acceptsRelativeReply, answered: false)
+                throw error
+            }
+            if let answer = immediate {
+                noteExchange(ofPollAccepting: acceptsRelativeReply, answered: true)
                 try check(try receive(answer), answeringRequestOf: account)
                 return true
             }
@@ -150,7 +166,7 @@ extension ReplicatedKeyValueStore {
             throw .malformed(.unexpectedMessage, "the hub answered for account \(answered), not \(account)")
         case .staleRelativeReply:
             // Another exchange of this store took a reply while this one travelled: the
-            // answer is stale, not wrong, and the next poll is answered whole.
+            // answer is stale, not wrong, and the next exchange starts from what the store holds.
             return
         case .fromSelf, .unexpected, .reusedCounters, .otherIncarnation, .staleReport:
             throw .malformed(.unexpectedMessage, "the hub's answer is not a reply")
@@ -183,12 +199,26 @@ extension ReplicatedKeyValueStore {
 
     // MARK: The seam every transport drives
 
+    /// Learns, from whether the hub answered a poll, whether it reads polls that accept a
+    /// relative reply (see ``RelativePolls``); `accepting` is `nil` for a push.
+    private func noteExchange(ofPollAccepting accepting: Bool?, answered: Bool) {
+        guard let accepting else { return }
+        state.withLock { state in
+            switch (state.relativePolls, accepting, answered) {
+            case (.assumed, true, false): state.relativePolls = .doubted
+            case (.doubted, false, true): state.relativePolls = .unsupported
+            case (.doubted, false, false): state.relativePolls = .assumed
+            default: break
+            }
+        }
+    }
+
     /// The request for the hub (a push of what it lacks, or a poll), encoded, with the
-    /// account it is for.
+    /// account it is for and, for a poll, whether it accepts a relative reply.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` if the push would exceed
     ///   ``SyncMessage/maximumEncodedBytes``.
-    package func hubRequest() throws(ConvergeError) -> (bytes: [UInt8], account: AccountID) {
+    package func hubRequest() throws(ConvergeError) -> (bytes: [UInt8], account: AccountID, pollAcceptsRelativeReply: Bool?) {
         let (request, account) = state.withLock { state in
             // A push names the sessions that issued the device's counters, so the hub can tell
             // a restored or copied store that issued as many as the original; they count
@@ -198,13 +228,21 @@ extension ReplicatedKeyValueStore {
             let sessions = state.writerSessions.latest(fittingIn: state.maximumHubRequestBytes / 4)
             let budget = state.maximumHubRequestBytes - (sessions.isEmpty ? 0 : sessions.encodedSize)
             var request = state.hubMachine.request(from: state.map, maximumPushBytes: budget)
-            if case .push(var push) = request {
+            switch request {
+            case .push(var push):
                 push.writerSessions = sessions
                 request = .push(push)
+            case .poll(var poll) where state.relativePolls != .assumed:
+                poll.acceptsRelativeReply = false
+                request = .poll(poll)
+            default:
+                break
             }
             return (request, state.account)
         }
-        return (try request.encoded(), account)
+        var accepting: Bool?
+        if case .poll(let poll) = request { accepting = poll.acceptsRelativeReply }
+        return (try request.encoded(), account, accepting)
     }
 
     /// The gossip for `peer` in the mesh topology: what it lacks as far as it reported.
@@ -452,4 +490,18 @@ struct ScheduledSyncs: Sendable {
     var pending = false
     /// The last scheduled sync threw.
     var lastFailed = false
+}
+
+/// What a store knows of whether its hub reads polls that accept a relative reply
+/// (``SyncPoll/acceptsRelativeReply``, message format 6), which a hub built before them
+/// refuses as an unsupported version. A store assumes it does; a poll that got no answer
+/// makes it doubt, so its next poll is written in format 4; if that one is answered the hub
+/// is taken for one that does not (until the store is opened again), and if not, the
+/// network was at fault and the store assumes again. A device upgraded before its hub thus
+/// misses one exchange, not every one; a poll of format 4 only costs the hub's whole
+/// context in the reply.
+enum RelativePolls: Sendable {
+    case assumed
+    case doubted
+    case unsupported
 }

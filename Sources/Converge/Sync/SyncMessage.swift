@@ -133,7 +133,7 @@ public struct SyncReply: Hashable, Sendable {
     /// and ignores the reply if it no longer holds exactly that (see
     /// ``resolved(againstContext:stableFrontier:)``). `nil` for a reply that carries both
     /// whole. A hub makes one only for a poll that accepts it (``SyncPoll/acceptsRelativeReply``).
-    public var relativeTo: UInt64?
+    public internal(set) var relativeTo: UInt64?
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
     public init(account: AccountID, kind: Kind, delta: ReplicatedMap.Delta, stableFrontier: VersionVector, rejectedKeys: [String],
@@ -170,7 +170,8 @@ public struct SyncPoll: Hashable, Sendable {
     /// Whether the device takes a reply written relative to what `digest` names
     /// (``SyncReply/relativeTo``), which costs bytes in the changes alone instead of in every
     /// replica of the context. A poll that says so is written in format version 6, which a
-    /// hub built before it refuses: upgrade hubs before devices.
+    /// hub built before it refuses; a store then polls without it (see
+    /// ``ReplicatedKeyValueStore/sync()``).
     public var acceptsRelativeReply: Bool
 
     /// Creates a poll; ``DeviceSyncMachine`` makes it for a device.
@@ -499,12 +500,16 @@ public enum SyncMessage: Hashable, Sendable {
             gossip.basis = basis
             self = .gossip(gossip)
         case .reply:
+            let kindAt = reader.offset
             let kindAndFlag = try reader.readByte()
             // 0x08 (relative) is a flag of version 6; before, a kind no reader knows.
             guard kindAndFlag & 0x08 == 0 || version >= 6 else {
-                throw .malformed(.unknownTag, "unknown reply kind \(kindAndFlag & 0x0F) in message format version \(version)", at: reader.offset - 1)
+                throw .malformed(.unknownTag, "unknown reply kind \(kindAndFlag & 0x0F) in message format version \(version)", at: kindAt)
             }
             let kindByte = kindAndFlag & 0x07
+            guard kindAndFlag & 0x08 == 0 || kindByte == SyncReply.Kind.delta.rawValue else {
+                throw .malformed(.inconsistent, "only a whole delta reply is written relative to what the device holds", at: kindAt)
+            }
             var kind = SyncReply.Kind.delta
             var span = KeySpan.all
             let moreToCome = kindByte == 3
@@ -550,9 +555,6 @@ public enum SyncMessage: Hashable, Sendable {
             reply.sessionTip = tip
             reply.device = device
             reply.relativeTo = relativeTo
-            guard relativeTo == nil || (kind == .delta && !moreToCome) else {
-                throw .malformed(.inconsistent, "only a whole delta reply is written relative to what the device holds", at: 3)
-            }
             self = .reply(reply)
         }
         try reader.expectEnd()

@@ -39,12 +39,18 @@ extension SyncReply {
     }
 
     /// This reply with its context and stable frontier whole, for a device that holds the
-    /// hub context `context` and stable frontier `stableFrontier`: itself if it is not
-    /// relative; joined with them if it is relative to exactly them; `nil` otherwise (the
-    /// device took another reply since it polled, or lost one the hub counts as sent: the
-    /// reply must be ignored, and the device's next poll, whose digest then matches nothing
-    /// the hub sent, is answered whole).
+    /// hub context `context` and stable frontier `stableFrontier`.
     ///
+    /// A device that took another reply since it polled no longer holds what the reply is
+    /// relative to, and must ignore it: joined with what it holds by then, the reply would
+    /// claim, for its keys, writes it does not carry. The next exchange starts from what the
+    /// device holds.
+    ///
+    /// - Parameters:
+    ///   - context: The hub context the device holds (``DeviceSyncMachine/hubContext``).
+    ///   - frontier: The stable frontier the device holds (``DeviceSyncMachine/stableFrontier``).
+    /// - Returns: The reply itself if it is not relative; joined with `context` and
+    ///   `frontier` if it is relative to exactly them; `nil` otherwise.
     /// - Complexity: O(*r*) in the replicas of the contexts.
     public func resolved(againstContext context: VersionVector, stableFrontier frontier: VersionVector) -> SyncReply? {
         guard let base = relativeTo else { return self }
