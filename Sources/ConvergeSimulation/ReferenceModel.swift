@@ -276,8 +276,8 @@ struct ReferenceModel {
     /// mesh and the shared folder (``copiesStandIn``), a twin that stayed on a writer ID may
     /// issue again the counters the other copy withdrew when it re-stamped their writes (in
     /// the mesh a peer that took an original drops it when it learns the withdrawal, and
-    /// relays the copy). The counter must be the
-    /// next after every write of the ID that the writer knows and whose copy it does not know.
+    /// relays the copy). The counter must be the next after every write of the ID that the
+    /// writer knows and whose copy it does not know.
     ///
     /// The model cannot tell an original the writer knows through a peer from one its own
     /// disk holds (a store never drops its own writer ID's writes on a withdrawal): for a twin
