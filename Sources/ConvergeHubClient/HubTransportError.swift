@@ -1,5 +1,7 @@
+import Converge
+
 /// Why an exchange with a hub over HTTP brought no answer to apply.
-public enum HubTransportError: Error, Hashable, Sendable, CustomStringConvertible {
+public enum HubTransportError: SyncTransportFailure, Hashable, Sendable, CustomStringConvertible {
     /// The hub refused the request, and sending it again would not help: `401` (a wrong or
     /// missing token), `403` (the token belongs to another account), `400` (the hub
     /// refused the message), or another `4xx`. Nothing changed at the hub.
@@ -14,7 +16,8 @@ public enum HubTransportError: Error, Hashable, Sendable, CustomStringConvertibl
     /// than `200`).
     case invalidAnswer(String)
 
-    /// Whether trying again later may succeed (the hub or the network may recover).
+    /// Whether trying again later may succeed (the hub or the network may recover): a
+    /// store sends a refused poll again in an older format, not one that may pass.
     public var isTransient: Bool {
         switch self {
         case .unavailable, .unreachable: return true

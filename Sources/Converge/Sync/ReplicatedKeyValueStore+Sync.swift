@@ -83,9 +83,10 @@ extension ReplicatedKeyValueStore {
     /// writers of its storage wrote (``refresh()``).
     ///
     /// A poll accepts a reply relative to what the store holds (``SyncPoll/acceptsRelativeReply``,
-    /// message format 6), which a hub built before it refuses: after a poll that got no
-    /// answer the next is written in format 4, and if that one is answered the store polls
-    /// in format 4 until it is opened again.
+    /// message format 6), which a hub built before it refuses: a poll the hub refused (a
+    /// ``SyncTransportFailure`` that is not transient, or ``ConvergeError/malformed(_:)``
+    /// from an in-process hub) is sent again at once in format 4, and if that one is answered
+    /// the store polls in format 4 until it is opened again.
     ///
     /// - Throws: What the transport throws (``ConvergeError/unreachable(_:)`` from an
     ///   ``InMemoryHub`` that is not reachable), ``ConvergeError/malformed(_:)`` for an
@@ -106,10 +107,10 @@ extension ReplicatedKeyValueStore {
         let (request, account, acceptsRelativeReply) = try hubRequest()
         let answer: [UInt8]
         do { answer = try await transport.exchange(request) } catch {
-            noteExchange(ofPollAccepting: acceptsRelativeReply, answered: false)
-            throw error
+            guard let plain = formatFourPoll(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
+            answer = try await transport.exchange(plain)
+            state.withLock { $0.pollsAcceptRelativeReply = false }
         }
-        noteExchange(ofPollAccepting: acceptsRelativeReply, answered: true)
         try check(try receive(answer), answeringRequestOf: account)
     }
 
@@ -120,13 +121,13 @@ extension ReplicatedKeyValueStore {
         do {
             try refresh()
             let (request, account, acceptsRelativeReply) = try hubRequest()
-            let immediate: [UInt8]?
+            var immediate: [UInt8]?
             do { immediate = try transport.exchangeImmediately(request) } catch {
-                noteExchange(ofPollAccepting: acceptsRelativeReply, answered: false)
-                throw error
+                guard let plain = formatFourPoll(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
+                immediate = try transport.exchangeImmediately(plain)
+                state.withLock { $0.pollsAcceptRelativeReply = false }
             }
             if let answer = immediate {
-                noteExchange(ofPollAccepting: acceptsRelativeReply, answered: true)
                 try check(try receive(answer), answeringRequestOf: account)
                 return true
             }
@@ -199,18 +200,23 @@ extension ReplicatedKeyValueStore {
 
     // MARK: The seam every transport drives
 
-    /// Learns, from whether the hub answered a poll, whether it reads polls that accept a
-    /// relative reply (see ``RelativePolls``); `accepting` is `nil` for a push.
-    private func noteExchange(ofPollAccepting accepting: Bool?, answered: Bool) {
-        guard let accepting else { return }
-        state.withLock { state in
-            switch (state.relativePolls, accepting, answered) {
-            case (.assumed, true, false): state.relativePolls = .doubted
-            case (.doubted, false, true): state.relativePolls = .unsupported
-            case (.doubted, false, false): state.relativePolls = .assumed
-            default: break
-            }
-        }
+    /// The same poll in format 4, to send again when the hub refused `request`, a poll that
+    /// accepts a relative reply (a hub built before format 6 refuses it as an unsupported
+    /// version); `nil` for a push, a poll in format 4 already, or any other failure (the
+    /// network's: sending again at once would only wait twice as long).
+    private func formatFourPoll(after error: any Error, of request: [UInt8], acceptsRelativeReply: Bool?) -> [UInt8]? {
+        guard acceptsRelativeReply == true, Self.hubRefused(error),
+              case .poll(var poll)? = try? SyncMessage(encoded: request) else { return nil }
+        poll.acceptsRelativeReply = false
+        return try? SyncMessage.poll(poll).encoded()
+    }
+
+    /// Whether the hub refused the exchange that failed with `error`, and would refuse the
+    /// same request again: a ``SyncTransportFailure`` that is not transient, or an
+    /// in-process hub's ``ConvergeError/malformed(_:)``.
+    private static func hubRefused(_ error: any Error) -> Bool {
+        if case ConvergeError.malformed? = error as? ConvergeError { return true }
+        return (error as? any SyncTransportFailure).map { !$0.isTransient } ?? false
     }
 
     /// The request for the hub (a push of what it lacks, or a poll), encoded, with the
@@ -232,7 +238,7 @@ extension ReplicatedKeyValueStore {
             case .push(var push):
                 push.writerSessions = sessions
                 request = .push(push)
-            case .poll(var poll) where state.relativePolls != .assumed:
+            case .poll(var poll) where !state.pollsAcceptRelativeReply:
                 poll.acceptsRelativeReply = false
                 request = .poll(poll)
             default:
@@ -492,16 +498,3 @@ struct ScheduledSyncs: Sendable {
     var lastFailed = false
 }
 
-/// What a store knows of whether its hub reads polls that accept a relative reply
-/// (``SyncPoll/acceptsRelativeReply``, message format 6), which a hub built before them
-/// refuses as an unsupported version. A store assumes it does; a poll that got no answer
-/// makes it doubt, so its next poll is written in format 4; if that one is answered the hub
-/// is taken for one that does not (until the store is opened again), and if not, the
-/// network was at fault and the store assumes again. A device upgraded before its hub thus
-/// misses one exchange, not every one; a poll of format 4 only costs the hub's whole
-/// context in the reply.
-enum RelativePolls: Sendable {
-    case assumed
-    case doubted
-    case unsupported
-}

@@ -170,7 +170,7 @@ public struct SyncPoll: Hashable, Sendable {
     /// Whether the device takes a reply written relative to what `digest` names
     /// (``SyncReply/relativeTo``), which costs bytes in the changes alone instead of in every
     /// replica of the context. A poll that says so is written in format version 6, which a
-    /// hub built before it refuses; a store then polls without it (see
+    /// hub built before it refuses; a store then sends the poll again without it (see
     /// ``ReplicatedKeyValueStore/sync()``).
     public var acceptsRelativeReply: Bool
 

@@ -44,6 +44,16 @@ public protocol SyncTransport: Sendable {
     func exchangeImmediately(_ request: [UInt8]) throws -> [UInt8]?
 }
 
+/// An error of a transport that says whether the same request may get an answer later:
+/// the network or the hub may recover, or the hub refused it and will refuse it again.
+/// ``ReplicatedKeyValueStore/sync()`` sends a refused poll again at once in an older format
+/// (a hub built before message format 6 refuses the newer one), and nothing else: an error
+/// that does not conform counts as one that may pass, and is thrown as it is.
+public protocol SyncTransportFailure: Error {
+    /// Whether trying again later may succeed.
+    var isTransient: Bool { get }
+}
+
 extension SyncTransport {
     /// Returns `nil`: by default a transport answers only asynchronously.
     public func exchangeImmediately(_ request: [UInt8]) throws -> [UInt8]? { nil }
