@@ -468,7 +468,7 @@ public struct HubSyncMachine: Sendable {
             // reply that carries the hub's whole context (not a page, nor the answer to a lost
             // basis or to reused counters).
             if let previous, holdsLastReply, poll.acceptsRelativeReply, reply.delta.context == accounts[poll.account]?.map.context,
-               let relative = reply.relative(toContext: previous.context, stableFrontier: previous.frontier) {
+               let relative = reply.relative(toContext: previous.context, stableFrontier: previous.frontier, digest: poll.digest) {
                 return .reply(relative)
             }
             return .reply(reply)

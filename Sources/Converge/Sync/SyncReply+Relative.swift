@@ -17,6 +17,12 @@ extension SyncReply {
     ///
     /// - Complexity: O(*r* + *s*) in the replicas of the contexts and the siblings of the delta.
     package func relative(toContext context: VersionVector, stableFrontier frontier: VersionVector) -> SyncReply? {
+        relative(toContext: context, stableFrontier: frontier, digest: SyncPoll.digest(context: context, stableFrontier: frontier))
+    }
+
+    /// ``relative(toContext:stableFrontier:)``, for a hub that has the digest of `context` and
+    /// `frontier` already (the poll carried it, and the hub compared it with its record).
+    package func relative(toContext context: VersionVector, stableFrontier frontier: VersionVector, digest: UInt64) -> SyncReply? {
         guard kind == .delta, !moreToCome, relativeTo == nil, context.isDominated(by: delta.context),
               frontier.isDominated(by: stableFrontier) else { return nil }
         var named = Set<ReplicaID>()
@@ -34,7 +40,7 @@ extension SyncReply {
         var reply = self
         reply.delta.context = changedContext
         reply.stableFrontier = changedFrontier
-        reply.relativeTo = SyncPoll.digest(context: context, stableFrontier: frontier)
+        reply.relativeTo = digest
         return reply
     }
 
