@@ -61,9 +61,9 @@ public final class ReplicatedKeyValueStore: Sendable {
         var maximumClockOffsetMilliseconds: UInt64 = 2 * 24 * 3_600 * 1_000
         /// See ``ReplicatedKeyValueStore/maximumHubRequestBytes``.
         var maximumHubRequestBytes = DeviceSyncMachine.defaultMaximumPushBytes
-        /// Whether this store's polls accept a relative reply: until its hub refuses one and
-        /// answers the same poll in format 4 (see ``ReplicatedKeyValueStore/sync()``).
-        var pollsAcceptRelativeReply = true
+        /// Whether this store's polls and pushes accept a relative reply: until its hub refuses
+        /// one and answers the same request in format 4 (see ``ReplicatedKeyValueStore/sync()``).
+        var requestsAcceptRelativeReply = true
         /// Deliberately broken behaviours for the simulator's checkers (see ``_removesAreNoOps``).
         var brokenRemoves = false
         var brokenAccountSwitch = false

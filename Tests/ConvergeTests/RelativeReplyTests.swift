@@ -3,10 +3,10 @@ import ConvergeTestSupport
 import Synchronization
 import Testing
 
-/// Replies written relative to what the polling device holds (``SyncReply/relativeTo``):
+/// Replies written relative to what the polling or pushing device holds (``SyncReply/relativeTo``):
 /// what they cost, that they say exactly what a whole reply says, and that a device never
 /// joins one with anything but the hub context and frontier it was written against.
-@Suite("Relative replies: a poll's answer carries only what changed")
+@Suite("Relative replies: the answer to a poll or push carries only what changed")
 struct RelativeReplyTests {
     /// A hub whose context names `replicas` devices, each of which wrote one key, and two
     /// stores that have taken the hub's whole state: `reader` then acknowledged it, so its
@@ -90,6 +90,66 @@ struct RelativeReplyTests {
         }
     }
 
+    /// A push, too, takes a reply relative to what the device holds: the hub's answer to a
+    /// device that pushes one key while another device wrote one says what a whole answer
+    /// says (the same hub, copied, answering the same push without the digest), in bytes
+    /// that do not grow with the replicas; the same answer delivered twice is ignored the
+    /// second time.
+    @Test func aPushIsAnsweredWithWhatChangedAndTheDeviceEndsAsAWholeReplyLeavesIt() throws {
+        for replicas in [2, 100] {
+            var fixture = try Fixture(replicas: replicas)
+            try fixture.writer.setValue("a new value", forKey: "changed")
+            try fixture.exchange(fixture.writer)
+            try fixture.reader.setValue("mine", forKey: "pushed")
+            let request = try SyncMessage(encoded: try fixture.reader.hubRequest().bytes)
+            guard case .push(let push) = request else { Issue.record("the reader should push, not \(request)"); return }
+            let held = fixture.reader.hubMachineForTesting
+            #expect(push.relativeReplyDigest == SyncPoll.digest(context: held.hubContext, stableFrontier: held.stableFrontier))
+            var wholeHub = fixture.hub
+            var compensations: [HubCompensation] = []
+            var old = push
+            old.relativeReplyDigest = nil
+            guard case .reply(let whole) = try wholeHub.receive(.push(old), nowMilliseconds: 5_000, compensations: &compensations) else {
+                Issue.record("the whole answer is not a reply"); return
+            }
+            #expect(whole.relativeTo == nil && whole.delta.context.count == replicas + 2)
+            let bytes = try fixture.answer(request)
+            guard case .reply(let relative) = try SyncMessage(encoded: bytes) else { Issue.record("the answer is not a reply"); return }
+            #expect(bytes[1] == 6 && relative.relativeTo == push.relativeReplyDigest)
+            // The writer's entry (its write is carried) and the reader's (its push raised it).
+            #expect(relative.delta.context == VersionVector(["writer": 1, "reader": 1]))
+            #expect(relative.resolved(againstContext: held.hubContext, stableFrontier: held.stableFrontier) == whole)
+            #expect(wholeHub.state(of: .default) == fixture.hub.state(of: .default))
+            let wholeBytes = try SyncMessage.reply(whole).encoded().count
+            print("\(replicas) replicas: the answer to a one-key push is \(bytes.count) bytes relative, \(wholeBytes) whole")
+            #expect(bytes.count <= 100 + "changed".utf8.count + Value.string("a new value").encodedSize)
+            #expect(try fixture.reader.receive(bytes).ignored == nil && fixture.reader.string(forKey: "changed") == "a new value")
+            #expect(fixture.reader.replicatedState.context == fixture.hub.state(of: .default).context)
+            #expect(fixture.reader.hubMachineForTesting.hubContext == fixture.hub.state(of: .default).context)
+            // Delivered again, it is relative to what the reader held before it: ignored.
+            #expect(try fixture.reader.receive(bytes).ignored == .staleRelativeReply)
+            #expect(fixture.reader.replicatedState.entries == fixture.hub.state(of: .default).entries)
+            let next = try SyncMessage(encoded: try fixture.answer(try SyncMessage(encoded: try fixture.reader.hubRequest().bytes)))
+            #expect(next == .upToDate(.default))
+        }
+    }
+
+    /// A push whose digest is not that of what the hub last sent the device (the device
+    /// missed a reply) is answered whole.
+    @Test func aPushFromADeviceThatMissedAReplyIsAnsweredWhole() throws {
+        var fixture = try Fixture(replicas: 3)
+        try fixture.reader.setValue("one", forKey: "r1")
+        // The answer to this push is lost.
+        _ = try fixture.answer(try SyncMessage(encoded: try fixture.reader.hubRequest().bytes))
+        try fixture.reader.setValue("two", forKey: "r2")
+        let (request, bytes, receipt) = try fixture.exchange(fixture.reader)
+        guard case .push(let push) = request, case .reply(let reply) = try SyncMessage(encoded: bytes) else {
+            Issue.record("expected a push answered by a reply"); return
+        }
+        #expect(push.relativeReplyDigest != nil && reply.relativeTo == nil && bytes[1] == 4)
+        #expect(receipt.ignored == nil && fixture.reader.replicatedState.context == fixture.hub.state(of: .default).context)
+    }
+
     /// A relative reply that arrives after the device took another reply (a duplicate, or a
     /// reply to a later request that overtook it) is ignored; nothing is lost, and a store
     /// that joins it with what it holds by then loses a write for good.
@@ -165,6 +225,21 @@ struct RelativeReplyTests {
         let replyBytes = try SyncMessage.reply(relative).encoded()
         #expect(try replyBytes[1] == 6 && (try SyncMessage(encoded: replyBytes)) == .reply(relative))
         #expect(throws: ConvergeError.self) { try SyncMessage(encoded: SyncMessageTests.resealed(replyBytes, asVersion: 5)) }
+        // A push that takes a relative reply: version 6, flag 64 and the digest; labelled 5
+        // (which has no flag 64) refused, and version 6 without the flag is not canonical.
+        var push = SyncPush(account: "a", device: "phone", delta: ReplicatedMap.Delta(entries: [:], context: context),
+                            basis: VersionVector(["phone": 2]))
+        let plainPushBytes = try SyncMessage.push(push).encoded()
+        #expect(plainPushBytes[1] == 4)
+        push.relativeReplyDigest = 0x0123_4567_89AB_CDEF
+        let pushBytes = try SyncMessage.push(push).encoded()
+        #expect(try pushBytes[1] == 6 && (try SyncMessage(encoded: pushBytes)) == .push(push))
+        #expect(pushBytes.count == plainPushBytes.count + 8)
+        #expect(throws: ConvergeError.self) { try SyncMessage(encoded: SyncMessageTests.resealed(pushBytes, asVersion: 5)) }
+        #expect(throws: ConvergeError.malformed(MalformedInput(problem: .nonCanonical,
+                                                               detail: "a push that takes no relative reply is written in format version 4, not 6", offset: 1))) {
+            try SyncMessage(encoded: SyncMessageTests.resealed(plainPushBytes, asVersion: 6))
+        }
         // Not relative to a context above the reply's, nor a page, nor a full state.
         #expect(whole.relative(toContext: context, stableFrontier: VersionVector()) == nil)
         var page = whole
@@ -203,10 +278,11 @@ final class HubBeforeFormat6: SyncTransport {
 }
 
 extension RelativeReplyTests {
-    /// A device upgraded before its hub: its poll, which accepts a relative reply (format
-    /// 6), is refused, and the store sends it again at once in format 4; its later polls are
-    /// of format 4 (a device whose polls all failed would never hear of others' writes).
-    @Test func aDeviceWhoseHubRefusesFormat6PollsPollsAgainInFormat4() throws {
+    /// A device upgraded before its hub: its poll or push, which accepts a relative reply
+    /// (format 6), is refused, and the store sends it again at once in format 4; its later
+    /// requests are of format 4 (a device whose polls all failed would never hear of others'
+    /// writes).
+    @Test func aDeviceWhoseHubRefusesFormat6RequestsSendsThemAgainInFormat4() throws {
         let clock = ManualClock()
         let hub = InMemoryHub(quota: .unlimited)
         let phoneLink = HubBeforeFormat6(hub: hub), tabletLink = HubBeforeFormat6(hub: hub)
@@ -224,6 +300,11 @@ extension RelativeReplyTests {
         }
         let versions = phoneLink.versions.withLock { $0 }
         #expect(versions == [4, 6, 4, 4, 4], "formats sent: \(versions)")
+        // The tablet pushes: its first push (nothing heard from the hub) takes no relative
+        // reply; its second does, is refused, and goes again in format 4, as do the next.
+        let pushes = tabletLink.versions.withLock { $0 }
+        #expect(pushes == [4, 6, 4, 4, 4], "formats sent: \(pushes)")
+        #expect(tablet.replicatedState == phone.replicatedState)
     }
 
     /// A network that loses polls is not a hub that refuses them: the store does not send

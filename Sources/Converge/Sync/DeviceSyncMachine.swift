@@ -59,12 +59,20 @@ public struct DeviceSyncMachine: Hashable, Sendable {
     /// page of them when they do not fit in `maximumBytes` (see
     /// ``ReplicatedMap/delta(for:maximumBytes:)``): the next push carries the next page.
     ///
+    /// A push of all the changes, from a device the hub has answered, takes a reply relative
+    /// to the hub context and frontier the device holds (``SyncPush/relativeReplyDigest``);
+    /// a page does not (the hub answers a page with a page, which is never relative).
+    ///
     /// - Complexity: O(*n*) in the siblings of `state` (O(*n* log *n*) for a page).
     public func push(from state: ReplicatedMap, maximumBytes: Int = defaultMaximumPushBytes) -> SyncPush {
         let page = state.delta(for: hubContext, maximumBytes: maximumBytes)
-        return SyncPush(account: account, device: device, delta: page.delta, acknowledgesFullState: owesFullStateAcknowledgement,
-                        acknowledgedThrough: joinedPageThrough, moreToCome: !page.complete, partialKeys: page.partialKeys,
-                        basis: hubContext)
+        var push = SyncPush(account: account, device: device, delta: page.delta, acknowledgesFullState: owesFullStateAcknowledgement,
+                            acknowledgedThrough: joinedPageThrough, moreToCome: !page.complete, partialKeys: page.partialKeys,
+                            basis: hubContext)
+        if page.complete && !hubContext.isEmpty {
+            push.relativeReplyDigest = SyncPoll.digest(context: hubContext, stableFrontier: stableFrontier)
+        }
+        return push
     }
 
     /// What to send the hub for `state`: a poll when the device holds exactly the context

@@ -417,7 +417,9 @@ public struct HubSyncMachine: Sendable {
     /// Handles a request (a push or a poll) and returns the message to answer with: a
     /// compact ``SyncMessage/upToDate(_:)`` when a polling device already holds everything,
     /// including the stable frontier the hub last sent it, and nothing moved since; a reply
-    /// otherwise.
+    /// otherwise. A request that takes a relative reply (``SyncPoll/acceptsRelativeReply``,
+    /// ``SyncPush/relativeReplyDigest``) from a device that holds exactly what the hub last
+    /// sent it (the digests match) gets one, when the reply carries the hub's whole context.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` for a message that is not a push or a poll
     ///   (``MalformedInput/Problem/unexpectedMessage``), or a push the hub refuses (see
@@ -426,7 +428,20 @@ public struct HubSyncMachine: Sendable {
                                  compensations: inout [HubCompensation]) throws(ConvergeError) -> SyncMessage {
         switch request {
         case .push(let push):
-            return .reply(try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations))
+            // What the hub last sent the device, if the push takes a reply relative to it.
+            let previous = push.relativeReplyDigest == nil ? nil : accounts[push.account]?.members[push.device].map {
+                (context: $0.lastReplyContext, frontier: $0.lastReplyFrontier)
+            }
+            let reply = try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
+            // As for a poll: the device holds exactly what the last reply carried, and this one
+            // carries the hub's whole context.
+            if let digest = push.relativeReplyDigest, let previous,
+               SyncPoll.digest(context: previous.context, stableFrontier: previous.frontier) == digest,
+               reply.delta.context == accounts[push.account]?.map.context,
+               let relative = reply.relative(toContext: previous.context, stableFrontier: previous.frontier, digest: digest) {
+                return .reply(relative)
+            }
+            return .reply(reply)
         case .poll(let poll):
             // A returning device whose full state must go in pages: each page is computed for
             // the context the device holds, which a poll does not say (a retired device's is

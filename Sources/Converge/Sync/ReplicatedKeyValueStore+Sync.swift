@@ -82,11 +82,12 @@ extension ReplicatedKeyValueStore {
     /// created without a transport has nothing to exchange: it only takes what other
     /// writers of its storage wrote (``refresh()``).
     ///
-    /// A poll accepts a reply relative to what the store holds (``SyncPoll/acceptsRelativeReply``,
-    /// message format 6), which a hub built before it refuses: a poll the hub refused (a
+    /// A poll or push accepts a reply relative to what the store holds
+    /// (``SyncPoll/acceptsRelativeReply``, ``SyncPush/relativeReplyDigest``, message format 6),
+    /// which a hub built before it refuses: a request the hub refused (a
     /// ``SyncTransportFailure`` that is not transient, or ``ConvergeError/malformed(_:)``
     /// from an in-process hub) is sent again at once in format 4, and if that one is answered
-    /// the store polls in format 4 until it is opened again.
+    /// the store sends format 4 until it is opened again.
     ///
     /// - Throws: What the transport throws (``ConvergeError/unreachable(_:)`` from an
     ///   ``InMemoryHub`` that is not reachable), ``ConvergeError/malformed(_:)`` for an
@@ -107,9 +108,9 @@ extension ReplicatedKeyValueStore {
         let (request, account, acceptsRelativeReply) = try hubRequest()
         let answer: [UInt8]
         do { answer = try await transport.exchange(request) } catch {
-            guard let plain = formatFourPoll(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
+            guard let plain = formatFourRequest(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
             answer = try await transport.exchange(plain)
-            state.withLock { $0.pollsAcceptRelativeReply = false }
+            state.withLock { $0.requestsAcceptRelativeReply = false }
         }
         try check(try receive(answer), answeringRequestOf: account)
     }
@@ -123,9 +124,9 @@ extension ReplicatedKeyValueStore {
             let (request, account, acceptsRelativeReply) = try hubRequest()
             var immediate: [UInt8]?
             do { immediate = try transport.exchangeImmediately(request) } catch {
-                guard let plain = formatFourPoll(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
+                guard let plain = formatFourRequest(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
                 immediate = try transport.exchangeImmediately(plain)
-                state.withLock { $0.pollsAcceptRelativeReply = false }
+                state.withLock { $0.requestsAcceptRelativeReply = false }
             }
             if let answer = immediate {
                 try check(try receive(answer), answeringRequestOf: account)
@@ -200,15 +201,22 @@ extension ReplicatedKeyValueStore {
 
     // MARK: The seam every transport drives
 
-    /// The same poll in format 4, to send again when the hub refused `request`, a poll that
-    /// accepts a relative reply (a hub built before format 6 refuses it as an unsupported
-    /// version); `nil` for a push, a poll in format 4 already, or any other failure (the
-    /// network's: sending again at once would only wait twice as long).
-    private func formatFourPoll(after error: any Error, of request: [UInt8], acceptsRelativeReply: Bool?) -> [UInt8]? {
-        guard acceptsRelativeReply == true, Self.hubRefused(error),
-              case .poll(var poll)? = try? SyncMessage(encoded: request) else { return nil }
-        poll.acceptsRelativeReply = false
-        return try? SyncMessage.poll(poll).encoded()
+    /// The same request in format 4, to send again when the hub refused `request`, a poll or
+    /// push that accepts a relative reply (a hub built before format 6 refuses it as an
+    /// unsupported version); `nil` for a request in format 4 already, or any other failure
+    /// (the network's: sending again at once would only wait twice as long).
+    private func formatFourRequest(after error: any Error, of request: [UInt8], acceptsRelativeReply: Bool) -> [UInt8]? {
+        guard acceptsRelativeReply, Self.hubRefused(error), let message = try? SyncMessage(encoded: request) else { return nil }
+        switch message {
+        case .poll(var poll):
+            poll.acceptsRelativeReply = false
+            return try? SyncMessage.poll(poll).encoded()
+        case .push(var push):
+            push.relativeReplyDigest = nil
+            return try? SyncMessage.push(push).encoded()
+        default:
+            return nil
+        }
     }
 
     /// Whether the hub refused the exchange that failed with `error`, and would refuse the
@@ -220,11 +228,11 @@ extension ReplicatedKeyValueStore {
     }
 
     /// The request for the hub (a push of what it lacks, or a poll), encoded, with the
-    /// account it is for and, for a poll, whether it accepts a relative reply.
+    /// account it is for and whether it accepts a relative reply.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` if the push would exceed
     ///   ``SyncMessage/maximumEncodedBytes``.
-    package func hubRequest() throws(ConvergeError) -> (bytes: [UInt8], account: AccountID, pollAcceptsRelativeReply: Bool?) {
+    package func hubRequest() throws(ConvergeError) -> (bytes: [UInt8], account: AccountID, acceptsRelativeReply: Bool) {
         let (request, account) = state.withLock { state in
             // A push names the sessions that issued the device's counters, so the hub can tell
             // a restored or copied store that issued as many as the original; they count
@@ -237,8 +245,9 @@ extension ReplicatedKeyValueStore {
             switch request {
             case .push(var push):
                 push.writerSessions = sessions
+                if !state.requestsAcceptRelativeReply { push.relativeReplyDigest = nil }
                 request = .push(push)
-            case .poll(var poll) where !state.pollsAcceptRelativeReply:
+            case .poll(var poll) where !state.requestsAcceptRelativeReply:
                 poll.acceptsRelativeReply = false
                 request = .poll(poll)
             default:
@@ -246,8 +255,11 @@ extension ReplicatedKeyValueStore {
             }
             return (request, state.account)
         }
-        var accepting: Bool?
-        if case .poll(let poll) = request { accepting = poll.acceptsRelativeReply }
+        let accepting = switch request {
+        case .poll(let poll): poll.acceptsRelativeReply
+        case .push(let push): push.relativeReplyDigest != nil
+        default: false
+        }
         return (try request.encoded(), account, accepting)
     }
 

@@ -49,6 +49,14 @@ public struct SyncPush: Hashable, Sendable {
     /// nothing and answers with its tip alone (``SyncReply/sessionTip``). Empty when the
     /// device records none.
     public var writerSessions = WriterSessions()
+    /// The digest (``SyncPoll/digest(context:stableFrontier:)``) of the hub context and
+    /// stable frontier the device holds, when it takes a reply written relative to them
+    /// (``SyncReply/relativeTo``), as a poll that accepts one does: the reply then costs
+    /// bytes in the changes alone instead of in every replica of the context. A push that
+    /// names one is written in format version 6, which a hub built before it refuses; a
+    /// store then sends the push again without it (see ``ReplicatedKeyValueStore/sync()``).
+    /// `nil` for a device that takes only whole replies.
+    public var relativeReplyDigest: UInt64?
 
     /// Creates a push; ``DeviceSyncMachine`` makes it for a device.
     public init(account: AccountID, device: ReplicaID, delta: ReplicatedMap.Delta, acknowledgesFullState: Bool = false,
@@ -127,12 +135,13 @@ public struct SyncReply: Hashable, Sendable {
     public var device: ReplicaID?
     /// When set, the reply is written relative to what the device holds: the digest
     /// (``SyncPoll/digest(context:stableFrontier:)``) of the hub context and stable frontier
-    /// the device's poll showed it holds, and ``delta``'s context and ``stableFrontier`` then
+    /// the device's poll or push showed it holds, and ``delta``'s context and ``stableFrontier`` then
     /// hold only their entries that differ from those (the context also those of the
     /// replicas whose writes the delta carries). The device joins them with what it holds,
     /// and ignores the reply if it no longer holds exactly that (see
     /// ``resolved(againstContext:stableFrontier:)``). `nil` for a reply that carries both
-    /// whole. A hub makes one only for a poll that accepts it (``SyncPoll/acceptsRelativeReply``).
+    /// whole. A hub makes one only for a poll or push that accepts it
+    /// (``SyncPoll/acceptsRelativeReply``, ``SyncPush/relativeReplyDigest``).
     public internal(set) var relativeTo: UInt64?
 
     /// Creates a reply; ``HubSyncMachine`` makes it for a device.
@@ -222,8 +231,9 @@ public enum SyncMessage: Hashable, Sendable {
     /// 4: gossip may name the writer ID of its sessions, its recipient and the recipient's
     /// tip, flags 4, 8 and 16; 5: gossip may carry the session records of other writer IDs
     /// it relays, flag 32, withdrawn ones, flag 64, and its basis, flag 128; 6: a poll ends
-    /// with a flags byte, 1 when it accepts a relative reply, and a reply may be relative,
-    /// 0x08 on its kind byte, the digest it is relative to following the device answered).
+    /// with a flags byte, 1 when it accepts a relative reply, a push may accept one too,
+    /// flag 64, the digest following its sessions, and a reply may be relative, 0x08 on its
+    /// kind byte, the digest it is relative to following the device answered).
     /// Each message is written in the oldest version that can express it
     /// (``writtenFormatVersion``).
     ///
@@ -261,14 +271,16 @@ public enum SyncMessage: Hashable, Sendable {
     /// The version this message is written in: the oldest that can express it, so that a
     /// hub or peer not yet upgraded reads every message that needs nothing newer. Version 5
     /// for gossip that relays or withdraws session records or names its basis; version 6
-    /// for a poll that accepts a relative reply, and for a relative reply (a hub makes one
-    /// only for such a poll, so a device that reads it sent it); ``oldestWrittenFormatVersion``
+    /// for a poll or push that accepts a relative reply, and for a relative reply (a hub makes
+    /// one only for such a request, so a device that reads it sent it); ``oldestWrittenFormatVersion``
     /// otherwise.
     public var writtenFormatVersion: UInt8 {
         switch self {
         case .gossip(let gossip) where !gossip.relayedSessions.isEmpty || !gossip.withdrawnSessions.isEmpty || gossip.basis != nil:
             return 5
         case .poll(let poll) where poll.acceptsRelativeReply:
+            return 6
+        case .push(let push) where push.relativeReplyDigest != nil:
             return 6
         case .reply(let reply) where reply.relativeTo != nil:
             return 6
@@ -302,11 +314,15 @@ public enum SyncMessage: Hashable, Sendable {
             if push.fullStateKeys != nil { flags |= 16 }
             // 32: the device's write sessions follow the span.
             if !push.writerSessions.isEmpty { flags |= 32 }
+            // Since version 6, 64: the push takes a relative reply, the digest it names
+            // following the sessions.
+            if push.relativeReplyDigest != nil { flags |= 64 }
             writer.writeByte(flags)
             if let through = push.acknowledgedThrough { writer.writeString(through) }
             if !push.basis.isEmpty { push.basis.encode(into: &writer) }
             if let span = push.fullStateKeys { Self.writeSpan(span, into: &writer) }
             if !push.writerSessions.isEmpty { push.writerSessions.encode(into: &writer) }
+            if let digest = push.relativeReplyDigest { writer.writeFixed64(digest) }
             push.delta.encode(into: &writer)
             if push.moreToCome { Self.writeKeys(push.partialKeys, into: &writer) }
         case .reply(let reply):
@@ -413,8 +429,13 @@ public enum SyncMessage: Hashable, Sendable {
         case .push:
             let device = try Self.readReplica(&reader)
             let flags = try reader.readByte()
-            guard flags & ~63 == 0, flags & 3 != 2, flags & 20 != 20 else {
-                throw .malformed(.unknownTag, "invalid push flags \(flags)", at: reader.offset - 1)
+            // 64 is a flag of version 6, and the only thing a push of version 6 may say that
+            // one of version 4 cannot.
+            guard flags & ~(version >= 6 ? 127 : 63) == 0, flags & 3 != 2, flags & 20 != 20 else {
+                throw .malformed(.unknownTag, "invalid push flags \(flags) in message format version \(version)", at: reader.offset - 1)
+            }
+            guard version < 6 || flags & 64 != 0 else {
+                throw .malformed(.nonCanonical, "a push that takes no relative reply is written in format version 4, not 6", at: 1)
             }
             let through = flags & 2 != 0 ? try reader.readString() : nil
             let basisAt = reader.offset
@@ -428,6 +449,7 @@ public enum SyncMessage: Hashable, Sendable {
             guard flags & 32 == 0 || !sessions.isEmpty else {
                 throw .malformed(.nonCanonical, "empty write sessions are left out, not sent", at: sessionsAt)
             }
+            let relativeReplyDigest = flags & 64 != 0 ? try reader.readFixed64() : nil
             let entriesAt = reader.offset
             let delta = try ReplicatedMap.Delta(from: &reader, limits: limits)
             if let span, let outside = delta.entries.keys.sortedByUTF8().first(where: { !span.contains($0) }) {
@@ -439,6 +461,7 @@ public enum SyncMessage: Hashable, Sendable {
                                 acknowledgedThrough: through, moreToCome: moreToCome, partialKeys: partialKeys, basis: basis,
                                 fullStateKeys: span)
             push.writerSessions = sessions
+            push.relativeReplyDigest = relativeReplyDigest
             self = .push(push)
         case .poll:
             let device = try Self.readReplica(&reader)

@@ -1,11 +1,11 @@
 /// Replies written relative to what the device holds (``SyncReply/relativeTo``): a reply to
-/// a device that polled with the digest of exactly what the hub last sent it carries, of
+/// a device that polled or pushed with the digest of exactly what the hub last sent it carries, of
 /// the hub's context and stable frontier, only what changed since, so its size follows the
 /// changes and not the number of replicas that ever wrote (at 1,540 replicas, a reply
 /// carrying one key is 79 bytes instead of 37,883: `converge-bench --only hub.reply.bytes`).
 extension SyncReply {
     /// This reply, written relative to the hub context `context` and stable frontier
-    /// `stableFrontier` that a device is known to hold (its poll's digest named them), or
+    /// `stableFrontier` that a device is known to hold (its request's digest named them), or
     /// `nil` when it cannot be: it is not a whole delta (a page or a full state carries a
     /// context of its own), it is relative already, or the hub's context or frontier is not
     /// at or above the device's in every replica (the device would join them into more than
