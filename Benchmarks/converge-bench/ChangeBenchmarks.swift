@@ -252,7 +252,7 @@ struct HubFixture {
         // before making the next (the benchmark makes a batch's pushes before timing them);
         // the hub then takes the same pushes, timed, and answers them as the copy did.
         var ahead = self
-        var last = 0
+        var last = 0, answers = 0, relativeAnswers = 0
         let cost = Measure.nanosecondsPerOperation(prepare: { write -> [UInt8] in
             state.write(.integer(Int64(write)), forKey: "pushed", replica: device, timestamp: ChangeBenchmarks.timestamp(write))
             let push = machine.push(from: state)
@@ -263,8 +263,11 @@ struct HubFixture {
             return request
         }) { request in
             let answer = exchange(request)
-            precondition(answer.count > 0)
+            answers += 1
+            if answer[1] == 6 { relativeAnswers += 1 }
         }.nanoseconds
+        // Every answer but the first (the member's frontier was not the hub's record) is relative.
+        precondition(relativeAnswers == answers - 1, "\(relativeAnswers) of \(answers) answers are relative")
         let pushed = hub.state(of: .default).visibleValue(forKey: "pushed", policy: .lastWriterWins)
         precondition(pushed == .integer(Int64(last)), "the hub does not hold the last push")
         return cost

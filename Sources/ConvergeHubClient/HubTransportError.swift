@@ -17,12 +17,20 @@ public enum HubTransportError: SyncTransportFailure, Hashable, Sendable, CustomS
     case invalidAnswer(String)
 
     /// Whether trying again later may succeed (the hub or the network may recover): a
-    /// store sends a refused poll again in an older format, not one that may pass.
+    /// store sends a refused request again in an older format, not one that may pass.
     public var isTransient: Bool {
         switch self {
         case .unavailable, .unreachable: return true
         case .refused, .invalidAnswer: return false
         }
+    }
+
+    /// Whether the hub refused the message itself (`400`: it could not read it, or would not
+    /// take it), not the token (`401`, `403`): only then does a store send it again in an
+    /// older format.
+    public var refusedTheMessage: Bool {
+        if case .refused(status: 400, _) = self { return true }
+        return false
     }
 
     /// A sentence for logs and people.

@@ -97,8 +97,8 @@ package enum BrokenVariant: String, CaseIterable, Hashable, Sendable {
     /// writes for the ones they hold under the same dots. Caught by the no-lost-write
     /// checker.
     case sessionBlindMesh = "session-blind-mesh"
-    /// Devices join a hub's reply written relative to what they held when they polled
-    /// (``SyncReply/relativeTo``) with whatever they hold when it arrives: a late reply then
+    /// Devices join a hub's reply written relative to what they held when they polled or
+    /// pushed (``SyncReply/relativeTo``) with whatever they hold when it arrives: a late reply then
     /// claims, for its keys, writes it does not carry, and the device drops them (or keeps a
     /// write they replaced). Caught by the reference model and the no-lost-write checker.
     case blindRelativeReplies = "blind-relative-replies"

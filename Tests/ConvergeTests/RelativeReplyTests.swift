@@ -240,6 +240,11 @@ struct RelativeReplyTests {
                                                                detail: "a push that takes no relative reply is written in format version 4, not 6", offset: 1))) {
             try SyncMessage(encoded: SyncMessageTests.resealed(plainPushBytes, asVersion: 6))
         }
+        // Nor one that names keys the hub superseded to keep the quota: said only in the answer
+        // to the push that broke it, they would be lost with a stale reply the device ignores.
+        var rejecting = whole
+        rejecting.rejectedKeys = ["k"]
+        #expect(rejecting.relative(toContext: VersionVector(["phone": 2]), stableFrontier: VersionVector(["phone": 1])) == nil)
         // Not relative to a context above the reply's, nor a page, nor a full state.
         #expect(whole.relative(toContext: context, stableFrontier: VersionVector()) == nil)
         var page = whole
@@ -319,6 +324,52 @@ extension RelativeReplyTests {
         #expect(!phone.synchronize() && !phone.synchronize())
         #expect(phone.synchronize())
         #expect(link.versions.withLock { $0 } == [4, 6, 6, 6], "formats sent: \(link.versions.withLock { $0 })")
+    }
+}
+
+extension RelativeReplyTests {
+    /// A refusal that is not about the format (a wrong token, a push stamped too far ahead)
+    /// is thrown as it is: the request is not sent a second time in format 4.
+    @Test func aRefusalThatIsNotAboutTheFormatIsNotSentAgain() throws {
+        struct TokenRefused: SyncTransportFailure {
+            var isTransient: Bool { false }
+            var refusedTheMessage: Bool { false }
+        }
+        for refusal in [TokenRefused() as any Error,
+                        ConvergeError.malformed(MalformedInput(problem: .outOfRange, detail: "a write stamped too far ahead", offset: 0))] {
+            let link = RefusingLink(hub: InMemoryHub(quota: .unlimited))
+            let phone = ReplicatedKeyValueStore(replicaID: "phone", transport: link, clock: ManualClock())
+            try phone.setValue("one", forKey: "k")
+            #expect(phone.synchronize())
+            link.refusal.withLock { $0 = refusal }
+            try phone.setValue("two", forKey: "k")
+            #expect(!phone.synchronize())
+            #expect(link.versions.withLock { $0 } == [4, 6], "formats sent: \(link.versions.withLock { $0 })")
+            // Refused as a message (a hub before format 6): sent again in format 4, and format 4
+            // from then on, even when that one is refused too.
+            link.refusal.withLock { $0 = ConvergeError.malformed(MalformedInput(problem: .unknownTag, detail: "invalid push flags", offset: 0)) }
+            #expect(!phone.synchronize())
+            #expect(!phone.synchronize())
+            #expect(link.versions.withLock { $0 } == [4, 6, 6, 4, 4], "formats sent: \(link.versions.withLock { $0 })")
+        }
+    }
+}
+
+/// A link to a hub of this version that refuses every request with `refusal` once it is set.
+final class RefusingLink: SyncTransport {
+    let hub: InMemoryHub
+    let refusal = Mutex<(any Error)?>(nil)
+    /// The formats of the requests it was given, in order.
+    let versions = Mutex<[UInt8]>([])
+
+    init(hub: InMemoryHub) { self.hub = hub }
+
+    func exchange(_ request: [UInt8]) async throws -> [UInt8] { try exchangeImmediately(request)! }
+
+    func exchangeImmediately(_ request: [UInt8]) throws -> [UInt8]? {
+        versions.withLock { $0.append(request[1]) }
+        if let refusal = refusal.withLock({ $0 }) { throw refusal }
+        return try hub.exchange(request)
     }
 }
 

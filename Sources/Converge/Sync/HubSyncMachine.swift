@@ -428,17 +428,15 @@ public struct HubSyncMachine: Sendable {
                                  compensations: inout [HubCompensation]) throws(ConvergeError) -> SyncMessage {
         switch request {
         case .push(let push):
-            // What the hub last sent the device, if the push takes a reply relative to it.
-            let previous = push.relativeReplyDigest == nil ? nil : accounts[push.account]?.members[push.device].map {
-                (context: $0.lastReplyContext, frontier: $0.lastReplyFrontier)
+            // What the hub last sent the device, if the push takes a reply relative to it and the
+            // device holds exactly that (kept only then: the record changes below).
+            let previous = push.relativeReplyDigest.flatMap { digest in
+                accounts[push.account]?.members[push.device].map { (context: $0.lastReplyContext, frontier: $0.lastReplyFrontier) }
+                    .flatMap { SyncPoll.digest(context: $0.context, stableFrontier: $0.frontier) == digest ? $0 : nil }
             }
             let reply = try receive(push, nowMilliseconds: nowMilliseconds, compensations: &compensations)
-            // As for a poll: the device holds exactly what the last reply carried, and this one
-            // carries the hub's whole context.
-            if let digest = push.relativeReplyDigest, let previous,
-               SyncPoll.digest(context: previous.context, stableFrontier: previous.frontier) == digest,
-               reply.delta.context == accounts[push.account]?.map.context,
-               let relative = reply.relative(toContext: previous.context, stableFrontier: previous.frontier, digest: digest) {
+            if let previous, let digest = push.relativeReplyDigest,
+               let relative = relativeAnswer(reply, account: push.account, holding: previous, digest: digest) {
                 return .reply(relative)
             }
             return .reply(reply)
@@ -479,17 +477,24 @@ public struct HubSyncMachine: Sendable {
                reply.stableFrontier == previous.frontier {
                 return .upToDate(poll.account)
             }
-            // The device holds exactly what the last reply carried: say only what changed, in a
-            // reply that carries the hub's whole context (not a page, nor the answer to a lost
-            // basis or to reused counters).
-            if let previous, holdsLastReply, poll.acceptsRelativeReply, reply.delta.context == accounts[poll.account]?.map.context,
-               let relative = reply.relative(toContext: previous.context, stableFrontier: previous.frontier, digest: poll.digest) {
+            if let previous, holdsLastReply, poll.acceptsRelativeReply,
+               let relative = relativeAnswer(reply, account: poll.account, holding: previous, digest: poll.digest) {
                 return .reply(relative)
             }
             return .reply(reply)
         case .reply, .gossip, .upToDate:
             throw .malformed(.unexpectedMessage, "the hub accepts only pushes and polls")
         }
+    }
+
+    /// `reply`, for a device that holds exactly what the hub last sent it (`holding`, whose
+    /// digest its request named), written relative to that: only what changed, when the reply
+    /// carries the hub's whole context (not a page, nor the answer to a lost basis or to
+    /// reused counters); `nil` otherwise (see ``SyncReply/relative(toContext:stableFrontier:digest:)``).
+    private func relativeAnswer(_ reply: SyncReply, account: AccountID, holding: (context: VersionVector, frontier: VersionVector),
+                                digest: UInt64) -> SyncReply? {
+        guard reply.delta.context == accounts[account]?.map.context else { return nil }
+        return reply.relative(toContext: holding.context, stableFrontier: holding.frontier, digest: digest)
     }
 
     /// The bytes left for a reply's delta in `maximumBytes`, once its other fields (the

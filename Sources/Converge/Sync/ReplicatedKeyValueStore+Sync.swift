@@ -84,10 +84,11 @@ extension ReplicatedKeyValueStore {
     ///
     /// A poll or push accepts a reply relative to what the store holds
     /// (``SyncPoll/acceptsRelativeReply``, ``SyncPush/relativeReplyDigest``, message format 6),
-    /// which a hub built before it refuses: a request the hub refused (a
-    /// ``SyncTransportFailure`` that is not transient, or ``ConvergeError/malformed(_:)``
-    /// from an in-process hub) is sent again at once in format 4, and if that one is answered
-    /// the store sends format 4 until it is opened again.
+    /// which a hub built before it refuses: a request whose message the hub refused (a
+    /// ``SyncTransportFailure`` whose ``SyncTransportFailure/refusedTheMessage`` is true, as
+    /// an HTTP `400` is, or an in-process hub's ``ConvergeError/malformed(_:)`` for an
+    /// unsupported version or an unknown flag) is sent again at once in format 4, and the
+    /// store sends format 4 until it is opened again.
     ///
     /// - Throws: What the transport throws (``ConvergeError/unreachable(_:)`` from an
     ///   ``InMemoryHub`` that is not reachable), ``ConvergeError/malformed(_:)`` for an
@@ -109,8 +110,10 @@ extension ReplicatedKeyValueStore {
         let answer: [UInt8]
         do { answer = try await transport.exchange(request) } catch {
             guard let plain = formatFourRequest(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
-            answer = try await transport.exchange(plain)
+            // Format 4 from now on, whether or not the hub takes this one: a refusal that is not
+            // about the format must not cost every later request twice.
             state.withLock { $0.requestsAcceptRelativeReply = false }
+            answer = try await transport.exchange(plain)
         }
         try check(try receive(answer), answeringRequestOf: account)
     }
@@ -125,8 +128,8 @@ extension ReplicatedKeyValueStore {
             var immediate: [UInt8]?
             do { immediate = try transport.exchangeImmediately(request) } catch {
                 guard let plain = formatFourRequest(after: error, of: request, acceptsRelativeReply: acceptsRelativeReply) else { throw error }
-                immediate = try transport.exchangeImmediately(plain)
                 state.withLock { $0.requestsAcceptRelativeReply = false }
+                immediate = try transport.exchangeImmediately(plain)
             }
             if let answer = immediate {
                 try check(try receive(answer), answeringRequestOf: account)
@@ -219,12 +222,15 @@ extension ReplicatedKeyValueStore {
         }
     }
 
-    /// Whether the hub refused the exchange that failed with `error`, and would refuse the
-    /// same request again: a ``SyncTransportFailure`` that is not transient, or an
-    /// in-process hub's ``ConvergeError/malformed(_:)``.
+    /// Whether the hub refused the message of the exchange that failed with `error`, as a hub
+    /// built before a format refuses it: a ``SyncTransportFailure`` that says so
+    /// (``SyncTransportFailure/refusedTheMessage``), or an in-process hub's
+    /// ``ConvergeError/malformed(_:)`` for a version or flag it does not know.
     private static func hubRefused(_ error: any Error) -> Bool {
-        if case ConvergeError.malformed? = error as? ConvergeError { return true }
-        return (error as? any SyncTransportFailure).map { !$0.isTransient } ?? false
+        if case ConvergeError.malformed(let input)? = error as? ConvergeError {
+            return input.problem == .unsupportedVersion || input.problem == .unknownTag
+        }
+        return (error as? any SyncTransportFailure)?.refusedTheMessage ?? false
     }
 
     /// The request for the hub (a push of what it lacks, or a poll), encoded, with the

@@ -58,6 +58,6 @@ public enum SyncIgnoredReason: Hashable, Sendable {
     case staleReport
     /// A hub's reply written relative to a hub context and stable frontier the device no
     /// longer holds exactly (``SyncReply/relativeTo``): it took another reply since it
-    /// polled. Nothing is lost: the next exchange starts from what the device holds.
+    /// polled or pushed. Nothing is lost: the next exchange starts from what the device holds.
     case staleRelativeReply
 }

@@ -260,6 +260,11 @@ public enum SyncMessage: Hashable, Sendable {
         }
     }
 
+    /// The push flags that format `version` knows: up to 32 before version 6, 64 too since.
+    private static func pushFlags(of version: UInt8) -> UInt8 {
+        version >= 6 ? 0b0111_1111 : 0b0011_1111
+    }
+
     private enum TypeTag: UInt8 {
         case push = 1
         case reply = 2
@@ -429,9 +434,8 @@ public enum SyncMessage: Hashable, Sendable {
         case .push:
             let device = try Self.readReplica(&reader)
             let flags = try reader.readByte()
-            // 64 is a flag of version 6, and the only thing a push of version 6 may say that
-            // one of version 4 cannot.
-            guard flags & ~(version >= 6 ? 127 : 63) == 0, flags & 3 != 2, flags & 20 != 20 else {
+            // 64 is the only thing a push of version 6 may say that one of version 4 cannot.
+            guard flags & ~Self.pushFlags(of: version) == 0, flags & 3 != 2, flags & 20 != 20 else {
                 throw .malformed(.unknownTag, "invalid push flags \(flags) in message format version \(version)", at: reader.offset - 1)
             }
             guard version < 6 || flags & 64 != 0 else {

@@ -7,9 +7,11 @@ extension SyncReply {
     /// This reply, written relative to the hub context `context` and stable frontier
     /// `stableFrontier` that a device is known to hold (its request's digest named them), or
     /// `nil` when it cannot be: it is not a whole delta (a page or a full state carries a
-    /// context of its own), it is relative already, or the hub's context or frontier is not
-    /// at or above the device's in every replica (the device would join them into more than
-    /// the hub holds).
+    /// context of its own), it is relative already, it names keys the hub superseded to keep
+    /// the quota (``rejectedKeys``, said only in the answer to the push that broke it: a
+    /// device that ignores a stale relative reply would never learn of them), or the hub's
+    /// context or frontier is not at or above the device's in every replica (the device
+    /// would join them into more than the hub holds).
     ///
     /// The context keeps the entries that differ from `context` and those of the replicas
     /// whose writes the delta carries (a sibling names its replica by its place in the
@@ -23,7 +25,7 @@ extension SyncReply {
     /// ``relative(toContext:stableFrontier:)``, for a hub that has the digest of `context` and
     /// `frontier` already (the poll carried it, and the hub compared it with its record).
     package func relative(toContext context: VersionVector, stableFrontier frontier: VersionVector, digest: UInt64) -> SyncReply? {
-        guard kind == .delta, !moreToCome, relativeTo == nil, context.isDominated(by: delta.context),
+        guard kind == .delta, !moreToCome, relativeTo == nil, rejectedKeys.isEmpty, context.isDominated(by: delta.context),
               frontier.isDominated(by: stableFrontier) else { return nil }
         var named = Set<ReplicaID>()
         for siblings in delta.entries.values {

@@ -46,12 +46,22 @@ public protocol SyncTransport: Sendable {
 
 /// An error of a transport that says whether the same request may get an answer later:
 /// the network or the hub may recover, or the hub refused it and will refuse it again.
-/// ``ReplicatedKeyValueStore/sync()`` sends a refused poll again at once in an older format
-/// (a hub built before message format 6 refuses the newer one), and nothing else: an error
-/// that does not conform counts as one that may pass, and is thrown as it is.
+/// ``ReplicatedKeyValueStore/sync()`` sends a request the hub refused as a message again at
+/// once in an older format (a hub built before message format 6 refuses the newer one), and
+/// nothing else: an error that does not conform counts as one that may pass, and is thrown
+/// as it is.
 public protocol SyncTransportFailure: Error {
     /// Whether trying again later may succeed.
     var isTransient: Bool { get }
+    /// Whether the hub refused the message itself (it could not read it, or would not take
+    /// it), not the credentials or the connection: a refusal an older format may avoid. By
+    /// default, any failure that is not transient.
+    var refusedTheMessage: Bool { get }
+}
+
+extension SyncTransportFailure {
+    /// Any failure that is not transient.
+    public var refusedTheMessage: Bool { !isTransient }
 }
 
 extension SyncTransport {
