@@ -17,7 +17,10 @@ enum FuzzSeeds {
         var hub = HubSyncMachine()
         var compensations: [HubCompensation] = []
         var messages: [[UInt8]] = []
-        for store in [phone, laptop, phone] {
+        // The phone writes before its second exchange: a push that names the digest of what it
+        // holds (format 6, flag 64), which the hub answers relative to its last reply.
+        for (turn, store) in [phone, laptop, phone].enumerated() {
+            if turn == 2 { try phone.setValue(.string("Dorset"), forKey: "county") }
             let request = try store.hubRequest().bytes
             let answer = try hub.receive(try SyncMessage(encoded: request), nowMilliseconds: FuzzTarget.now, compensations: &compensations)
             let reply = try answer.encoded()
