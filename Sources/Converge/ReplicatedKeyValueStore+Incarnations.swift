@@ -75,6 +75,9 @@ extension ReplicatedKeyValueStore {
     ///
     /// Writes from the first counter the files do not show this store issued are re-stamped,
     /// even if a reader's file acknowledged them: that reader may hold the other copy's.
+    /// Writes below it that a file of the store's writer ID shows the same sessions issued
+    /// (both records knowing each counter's) keep their dots, acknowledged or not: they are
+    /// the writes readers took, and re-stamped they would hold each twice.
     ///
     /// - Returns: Whether a new incarnation started.
     /// - Throws: The storage's error.
@@ -99,7 +102,17 @@ extension ReplicatedKeyValueStore {
             guard files.contains(where: { state.reusesCounters(given: $0.known) }) || reusedFrom != nil else {
                 return WritePlan(result: false)
             }
-            return WritePlan(update: .replaceAll(try state.reincarnated(restampingFrom: reusedFrom)), result: true)
+            // Writes a file of this writer ID shows the same sessions issued as this store's
+            // record does are the writes readers took: kept, not re-stamped (readers would
+            // otherwise hold each twice, and nothing in the folder withdraws the original).
+            // Up to the first counter the two records name different sessions for, if any.
+            let recorded = state.writerSessions
+            let confirmed = mine.compactMap { file -> UInt64? in
+                let shown = min(file.known[writer], own)
+                let agreed = min(shown, (recorded.firstDisagreement(with: file.sessions, through: shown) ?? .max) - 1)
+                return recorded.agreesOnEvery(with: file.sessions, from: state.acknowledged + 1, through: agreed) ? agreed : nil
+            }.max() ?? 0
+            return WritePlan(update: .replaceAll(try state.reincarnated(restampingFrom: reusedFrom, keepingThrough: confirmed)), result: true)
         }
     }
 }
@@ -204,10 +217,14 @@ extension ReplicatedKeyValueStore.State {
     ///   if the result breaks an invariant of the map (it cannot: every re-stamped write is
     ///   covered by the new context).
     ///
-    /// - Parameter reusedFrom: The first counter of the current writer ID known to have been
-    ///   issued twice, if known: the writes of the current account from there on are
-    ///   re-stamped even if a peer acknowledged them (it may hold the other copy's).
-    func reincarnated(restampingFrom reusedFrom: UInt64? = nil) throws(ConvergeError) -> StoredState {
+    /// - Parameters:
+    ///   - reusedFrom: The first counter of the current writer ID known to have been
+    ///     issued twice, if known: the writes of the current account from there on are
+    ///     re-stamped even if a peer acknowledged them (it may hold the other copy's).
+    ///   - confirmed: The highest counter of the current writer ID through which the store's
+    ///     writes of the current account are known to be the ones peers may hold (the same
+    ///     sessions issued them): kept as if acknowledged, below `reusedFrom`.
+    func reincarnated(restampingFrom reusedFrom: UInt64? = nil, keepingThrough confirmed: UInt64 = 0) throws(ConvergeError) -> StoredState {
         let old = writerID
         let incarnation = nextIncarnation
         let newWriter = old.base.incarnation(incarnation)
@@ -219,7 +236,7 @@ extension ReplicatedKeyValueStore.State {
             let sessions = count == 0 ? WriterSessions() : WriterSessions(runs: [.init(firstCounter: 1, session: writeSession)])!
             for (name, record) in sessionsRecord(sessions, writer: newWriter, in: account) { metadata[name] = record }
         }
-        let current = try Self.restamped(map, from: old, above: min(acknowledged, (reusedFrom ?? .max) - 1), to: newWriter)
+        let current = try Self.restamped(map, from: old, above: min(max(acknowledged, confirmed), (reusedFrom ?? .max) - 1), to: newWriter)
         recordRestamped(current.count, in: account)
         let prefix = ReplicatedKeyValueStore.accountCachePrefix
         for name in self.metadata.keys.sorted() where name.hasPrefix(prefix) {

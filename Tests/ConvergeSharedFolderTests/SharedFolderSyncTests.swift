@@ -272,6 +272,42 @@ struct SharedFolderSyncTests {
         }
     }
 
+    /// A store restored from a backup taken before any reader's file acknowledged its last
+    /// write (`converge-sim run Simulations/device-restore.json --topology folder --policy
+    /// multi-value --seed 23`): its own file shows the counter past the backup, so it starts
+    /// a new incarnation. The writes its file shows the same session issued are the ones
+    /// readers took: they keep their dots. Re-stamped, every reader held k5 twice (its dot
+    /// and the new writer ID's), which a multi-value read shows as two values, and nothing
+    /// in the folder withdraws the original. The write the backup lost (k1) is fetched again,
+    /// and the write made after the restore (k3) arrives under the new writer ID.
+    @Test(arguments: FolderKind.allCases)
+    func aRestoredStoreKeepsTheDotsOfTheWritesItsOwnFileShowsItPublished(_ kind: FolderKind) throws {
+        let sync = SharedFolderSync(files: kind.make())
+        let storage = InMemoryStorage()
+        let original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
+        let reader = store("d0")
+        try original.setValue("five", forKey: "k5")
+        try sync.synchronize(original)
+        let backup = try storage.load()
+        try sync.synchronize(reader)
+        try original.setValue("one", forKey: "k1")
+        try sync.synchronize(original)
+        try sync.synchronize(reader)
+        let restored = try ReplicatedKeyValueStore(replicaID: "d2", storage: InMemoryStorage(backup), clock: clock)
+        try restored.setValue("three", forKey: "k3")
+        try sync.synchronize(restored)
+        #expect(restored.writerID != "d2", "the restored store did not find its counters reused")
+        for _ in 0..<2 {
+            try sync.synchronize(reader)
+            try sync.synchronize(restored)
+        }
+        for store in [reader, restored] {
+            let k5 = store.siblings(forKey: "k5")
+            #expect(k5.map(\.dot) == [Dot(replica: "d2", counter: 1)], "\(store.writerID) holds k5 as \(k5.map(\.dot))")
+            #expect(store.value(forKey: "k1") == "one" && store.value(forKey: "k3") == "three", "\(store.writerID): \(store.replicatedState)")
+        }
+    }
+
     /// A snapshot that names a basis (planted, or damaged into one) is refused by every reader
     /// that holds less; the writer does not take it as the head of its chain, so its next
     /// file is a snapshot again, not a delta nobody can take.
