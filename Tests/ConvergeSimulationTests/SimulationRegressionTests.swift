@@ -190,4 +190,33 @@ struct SimulationRegressionTests {
         try Self.expectPasses(Self.catalogue("device-restore") { try $0.set(\.topology, to: .folder) }, seeds: [9, 161],
                               "device-restore in the folder topology")
     }
+
+    /// `converge-sim run Simulations/device-restore.json --topology folder --policy
+    /// multi-value --seed 23` (and 70, 113, 118, 123, 171, 191 of 0..<200; 70 and 191 under
+    /// `priority` too) ended converged with the reference model disagreeing. Shrunk (the
+    /// trace): d2 wrote k5 as d2:7, and every device read it; d2 wrote k1 as d2:8, and was
+    /// restored from a backup that held d2:7 but no reader's acknowledgement of it. Its own
+    /// file knew d2:8, so it moved to a new writer ID and re-stamped k5's d2:7, which every
+    /// reader then held twice: a multi-value read showed the value twice. The writes its own
+    /// file shows the same session issued now keep their dots (`SharedFolderSyncTests`).
+    @Test func aFolderStoreRestoredFromABackupKeepsTheDotsOfWhatItsFileShowsItPublished() throws {
+        let result = try Self.expectReplayPasses("folder-restore-restamped-published-write")
+        #expect(result.metrics.faults.deviceRestores > 0)
+        try Self.expectPasses(Self.catalogue("device-restore") {
+            try $0.set(\.topology, to: .folder)
+            try $0.set(\.policy, to: .multiValue)
+        }, seeds: [70], "device-restore in the folder topology under multi-value")
+    }
+
+    /// `converge-sim run Simulations/device-restore-mesh.json --seed 386` ended unconverged,
+    /// every device refusing d2's gossip for good. Shrunk (the trace): d0's disk was replaced
+    /// by an empty one; d0 wrote k3 as d0:1 (k6's dot, which d1 held) and sent it to d2 twice;
+    /// d0 found the reuse, re-stamped k3 and withdrew d0:1, and d2 dropped its k3. The second
+    /// gossip, sent before the withdrawal, arrived after it and handed d0:1 back: d2 held k3
+    /// twice and claimed d0:1, so k6 never reached it. Gossip whose own writes are withdrawn
+    /// is refused now (`MeshSessionRelayTests`).
+    @Test func gossipDeliveredAfterItsWritesWereWithdrawnHandsNothingBack() throws {
+        let result = try Self.expectReplayPasses("mesh-restore-late-gossip-of-withdrawn")
+        #expect(result.metrics.faults.deviceRestores > 0)
+    }
 }

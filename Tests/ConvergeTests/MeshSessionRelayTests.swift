@@ -119,6 +119,44 @@ struct MeshSessionRelayTests {
         #expect(laptop.values == ["before": "1", "after": "2"])
     }
 
+    /// Gossip a writer sent before it withdrew the counters it carries, delivered after the
+    /// withdrawal (`converge-sim run Simulations/device-restore-mesh.json --seed 386`,
+    /// shrunk): the laptop's disk was replaced by an empty one, it wrote k3 under laptop:1
+    /// (already k6's dot, which the phone holds) and sent it to the tablet twice; it then
+    /// learnt of the reuse from the phone, re-stamped k3 and withdrew laptop:1, and the
+    /// tablet dropped its k3 for the copy. The late second gossip handed laptop:1 back: the
+    /// tablet held k3 twice and its context claimed laptop:1, so k6 never reached it. It is
+    /// refused now, as gossip relaying a withdrawn record is.
+    @Test func gossipSentBeforeItsWritesWereWithdrawnIsRefusedWhenItArrivesAfter() throws {
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        try laptop.setValue("six", forKey: "k6")
+        try gossip(laptop, phone)
+        let emptied = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try emptied.setValue("three", forKey: "k3")
+        let late = try emptied.gossip(to: "tablet")
+        try gossip(emptied, tablet)
+        #expect(tablet.siblings(forKey: "k3").map(\.dot) == [Dot(replica: "laptop", counter: 1)])
+        try gossip(phone, emptied)
+        #expect(emptied.writerID != "laptop", "the emptied store did not find its counters reused")
+        try gossip(emptied, tablet)   // the withdrawal: the tablet drops laptop:1 and asks again
+        #expect(tablet.siblings(forKey: "k3").isEmpty, "the withdrawal was not taken")
+        try gossip(emptied, tablet)
+        #expect(tablet.siblings(forKey: "k3").map(\.dot) == [Dot(replica: emptied.writerID, counter: 1)])
+        let receipt = try tablet.receive(late)
+        #expect(receipt.ignored == .reusedCounters)
+        #expect(tablet.siblings(forKey: "k3").map(\.dot) == [Dot(replica: emptied.writerID, counter: 1)],
+                "the late gossip handed back k3's withdrawn write")
+        for _ in 0..<2 {
+            for (a, b) in [(phone, tablet), (emptied, phone), (tablet, emptied)] { try gossip(a, b) }
+        }
+        for store in [phone, tablet, emptied] {
+            #expect(store.values == ["k6": "six", "k3": "three"], "\(store.writerID): \(store.replicatedState)")
+            #expect(store.siblings(forKey: "k3").count == 1 && store.siblings(forKey: "k6").count == 1, "\(store.writerID): \(store.replicatedState)")
+        }
+    }
+
     /// What a device learned of a peer's sessions survives a restart: a reopened device
     /// still refuses a copy whose sessions disagree with the original's it heard before.
     @Test func aReopenedDeviceStillRefusesACopyItCouldTellApart() throws {

@@ -229,7 +229,8 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// Whether `gossip`'s write sessions name another session, for a counter of its
     /// writer ID both reach, than the machine's record of that writer ID, or a record it
     /// relays disagrees with the machine's record of that writer ID: two copies of one store
-    /// issued the same counters, and the two devices hold different writes under them.
+    /// issued the same counters, and the two devices hold different writes under them. Also
+    /// when the gossip's own writes, or a record it relays, are withdrawn ones.
     ///
     /// - Parameters:
     ///   - gossip: Gossip from a peer.
@@ -240,6 +241,12 @@ public struct MeshSyncMachine: Hashable, Sendable {
         let senderWriter = gossip.writer ?? gossip.sender
         if let known = writerRecords[senderWriter],
            gossip.writerSessions.disagrees(with: known.runs, through: min(known.through, gossip.delta.context[senderWriter])) {
+            return true
+        }
+        // Gossip its writer sent before it withdrew the counters it carries (delivered late):
+        // taken, it would hand back the writes the withdrawal dropped here.
+        if let own = SessionRecord(writer: senderWriter, runs: gossip.writerSessions, through: gossip.delta.context[senderWriter]),
+           withdrawnRecords.contains(where: { $0.writer == senderWriter && own.holdsWithdrawn($0) }) {
             return true
         }
         return gossip.relayedSessions.contains { record in
