@@ -41,6 +41,13 @@ extension ReplicatedKeyValueStore {
     /// the writer ID, then ``WriterSessions/encode(into:)``.
     static func writeSessionsKey(_ account: AccountID) -> String { "write-sessions:" + account.rawValue }
 
+    /// The metadata record of the writes of its previous writer ID the store kept under their
+    /// dots in `account` when it last started a new incarnation: a ``SessionRecord`` of that
+    /// writer ID, through the last counter kept (none if it kept none). Its files in a shared
+    /// folder relay it, so a twin still under that writer ID, whose own files this store's
+    /// snapshot removed, can tell which of its writes readers hold.
+    static func keptOfPreviousWriterKey(_ account: AccountID) -> String { "kept-of-previous-writer:" + account.rawValue }
+
     /// The write session of this store object (see ``WriterSessions``): from the store's
     /// ``WriteSessionSource`` (random unless told otherwise), unless set, as the simulator
     /// sets it, before the object's first write.
@@ -75,43 +82,54 @@ extension ReplicatedKeyValueStore {
     ///
     /// Writes from the first counter the files do not show this store issued are re-stamped,
     /// even if a reader's file acknowledged them: that reader may hold the other copy's.
-    /// Writes below it that a file of the store's writer ID shows the same sessions issued
-    /// (both records knowing each counter's) keep their dots, acknowledged or not: they are
-    /// the writes readers took, and re-stamped they would hold each twice.
+    /// Writes below it that a file of the store's writer ID shows the same session issued
+    /// (or a file of a later writer ID relays that it kept, with the same session) keep
+    /// their dots, acknowledged or not: they are the writes readers took, and re-stamped
+    /// they would hold each twice.
     ///
     /// - Returns: Whether a new incarnation started.
     /// - Throws: The storage's error.
     @discardableResult
-    package func checkOwnHistory(_ files: [(writer: ReplicaID, known: VersionVector, sessions: WriterSessions)]) throws(ConvergeError) -> Bool {
+    package func checkOwnHistory(_ files: [(writer: ReplicaID, known: VersionVector, sessions: WriterSessions, relayed: [SessionRecord])])
+        throws(ConvergeError) -> Bool {
         try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Bool> in
             guard !state.blindToReusedCounters else { return WritePlan(result: false) }
             let writer = state.writerID
             let own = state.map.context[writer]
             let mine = files.filter { $0.writer == writer }
+            let recorded = state.writerSessions
+            // The writes another record of this writer ID shows are the ones this store holds
+            // (the writes readers took): every counter up to one for which both records name
+            // the same session, below the first they name different ones for. A session is
+            // one store object: two copies of a store name the same session for a counter only
+            // if it was issued before they parted, and so was every counter below it.
+            func agreed(with sessions: WriterSessions, through shown: UInt64) -> UInt64? {
+                let agreed = min(shown, (recorded.firstDisagreement(with: sessions, through: shown) ?? .max) - 1)
+                guard agreed > 0, let session = recorded.session(at: agreed), sessions.session(at: agreed) == session else { return nil }
+                return agreed
+            }
             var reusedFrom = mine.compactMap { file in
-                state.writerSessions.firstDisagreement(with: file.sessions, through: min(file.known[writer], own))
+                recorded.firstDisagreement(with: file.sessions, through: min(file.known[writer], own))
             }.min()
+            // What a later writer ID of its replica ID kept of this one (a copy that moved on),
+            // and showed the same sessions issued: the same writes.
+            let relayed = files.filter { $0.writer != writer }.flatMap(\.relayed).filter { $0.writer == writer }
+            let keptByAnother = relayed.compactMap { agreed(with: $0.runs, through: min($0.through, own)) }.max() ?? 0
             if writer.base == writer && files.contains(where: { $0.writer != writer && $0.writer.base == writer }) {
                 // What its own files show it wrote, readers took as its: kept (a twin that lagged
-                // may have issued some of those counters too). The rest is re-stamped: usually
-                // all of it, since the later writer ID's snapshot removed this store's files,
-                // and readers that took those writes then hold each twice (known, not fixed).
+                // may have issued some of those counters too), and so is what the later writer
+                // ID kept. The rest is re-stamped: usually all of it when no record was relayed,
+                // since the later writer ID's snapshot removed this store's files, and readers
+                // that took those writes then hold each twice (known, not fixed).
                 let shown = mine.map { min($0.known[writer], own) }.max() ?? 0
-                reusedFrom = min(reusedFrom ?? .max, shown + 1)
+                reusedFrom = min(reusedFrom ?? .max, max(shown, keptByAnother) + 1)
             }
             guard files.contains(where: { state.reusesCounters(given: $0.known) }) || reusedFrom != nil else {
                 return WritePlan(result: false)
             }
-            // Writes a file of this writer ID shows the same sessions issued as this store's
-            // record does are the writes readers took: kept, not re-stamped (readers would
-            // otherwise hold each twice, and nothing in the folder withdraws the original).
-            // Up to the first counter the two records name different sessions for, if any.
-            let recorded = state.writerSessions
-            let confirmed = mine.compactMap { file -> UInt64? in
-                let shown = min(file.known[writer], own)
-                let agreed = min(shown, (recorded.firstDisagreement(with: file.sessions, through: shown) ?? .max) - 1)
-                return recorded.agreesOnEvery(with: file.sessions, from: state.acknowledged + 1, through: agreed) ? agreed : nil
-            }.max() ?? 0
+            // Writes a file shows the same sessions issued are kept, not re-stamped (readers
+            // would otherwise hold each twice, and nothing in the folder withdraws the original).
+            let confirmed = max(keptByAnother, mine.compactMap { agreed(with: $0.sessions, through: min($0.known[writer], own)) }.max() ?? 0)
             return WritePlan(update: .replaceAll(try state.reincarnated(restampingFrom: reusedFrom, keepingThrough: confirmed)), result: true)
         }
     }
@@ -147,6 +165,17 @@ extension ReplicatedKeyValueStore.State {
     /// The record of `counter` acknowledged for `writer` in `account` (the current one by default).
     func acknowledgedRecord(_ counter: UInt64, writer: ReplicaID, in account: AccountID? = nil) -> [String: [UInt8]?] {
         [ReplicatedKeyValueStore.acknowledgedKey(account ?? self.account): Array("\(writer.rawValue) \(counter)".utf8)]
+    }
+
+    /// What the store kept of its previous writer ID in the current account when it last
+    /// started a new incarnation (see ``ReplicatedKeyValueStore/keptOfPreviousWriterKey(_:)``),
+    /// if anything, and if the record is readable and of an earlier writer ID of its replica ID.
+    var keptOfPreviousWriter: SessionRecord? {
+        guard let bytes = metadata[ReplicatedKeyValueStore.keptOfPreviousWriterKey(account)] else { return nil }
+        var reader = BinaryReader(bytes)
+        guard let record = try? SessionRecord(from: &reader), reader.isAtEnd,
+              record.writer.base == writerID.base, record.writer != writerID else { return nil }
+        return record
     }
 
     /// The write sessions recorded for the current writer ID in the current account (none
@@ -236,8 +265,12 @@ extension ReplicatedKeyValueStore.State {
             let sessions = count == 0 ? WriterSessions() : WriterSessions(runs: [.init(firstCounter: 1, session: writeSession)])!
             for (name, record) in sessionsRecord(sessions, writer: newWriter, in: account) { metadata[name] = record }
         }
-        let current = try Self.restamped(map, from: old, above: min(max(acknowledged, confirmed), (reusedFrom ?? .max) - 1), to: newWriter)
+        let keptThrough = min(max(acknowledged, confirmed), (reusedFrom ?? .max) - 1, map.context[old])
+        let current = try Self.restamped(map, from: old, above: keptThrough, to: newWriter)
         recordRestamped(current.count, in: account)
+        var keptRecord = BinaryWriter()
+        SessionRecord(writer: old, runs: writerSessions, through: keptThrough)?.relayed.encode(into: &keptRecord)
+        metadata[ReplicatedKeyValueStore.keptOfPreviousWriterKey(account)] = keptRecord.bytes.isEmpty ? nil : keptRecord.bytes
         let prefix = ReplicatedKeyValueStore.accountCachePrefix
         for name in self.metadata.keys.sorted() where name.hasPrefix(prefix) {
             guard let bytes = self.metadata[name], let other = AccountID(String(name.dropFirst(prefix.count))),

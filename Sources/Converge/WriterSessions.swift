@@ -144,22 +144,6 @@ public struct WriterSessions: Hashable, Sendable {
         }
     }
 
-    /// Whether `other`, another record of the same writer's runs, names the same session as
-    /// these for every counter from `from` through `through`, both records knowing each: the
-    /// writes at those counters are the same ones in both (a session issues a counter once).
-    /// `false` for an empty range.
-    ///
-    /// - Complexity: O(*r*²) in the runs of both (at most ``maximumRuns`` each).
-    public func agreesOnEvery(with other: WriterSessions, from: UInt64, through: UInt64) -> Bool {
-        guard from > 0, from <= through else { return false }
-        // Both are constant between their runs' first counters: compare at each of them.
-        let points = [from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }
-        return points.allSatisfy { point in
-            guard let mine = session(at: point), let theirs = other.session(at: point) else { return false }
-            return mine == theirs
-        }
-    }
-
     /// The latest runs whose encoding takes at most `bytes` (always the last run): what a
     /// request with little room sends. The hub then cannot check the counters of the runs
     /// left out.

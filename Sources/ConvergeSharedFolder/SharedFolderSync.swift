@@ -156,8 +156,9 @@ public struct SharedFolderSync: Sendable {
         // store was restored, copied or recreated, or a twin under the same replica ID writes
         // here too, under names this replica wrote): it starts a new incarnation, and
         // publishes a snapshot under it.
-        var history = read.compactMap(\.summary).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
-        history += try otherIncarnations(of: store.writerID, account: account).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions) }
+        var history = read.compactMap(\.summary).map { (writer: $0.writer, known: $0.context, sessions: $0.sessions, relayed: $0.relayed) }
+        history += try otherIncarnations(of: store.writerID, account: account)
+            .map { (writer: $0.writer, known: $0.context, sessions: $0.sessions, relayed: $0.relayed) }
         let restarted = history.isEmpty ? false : try store.checkOwnHistory(history)
         // The files of the writer ID this store just left: they hold writes it re-stamped,
         // which readers must not take again (their dots may name a twin's writes too).
@@ -255,12 +256,16 @@ public struct SharedFolderSync: Sendable {
         var writer: ReplicaID
         /// The write sessions the file names, of ``writer``.
         var sessions: WriterSessions
+        /// The records of other writer IDs the file relays: what its writer kept of its
+        /// previous writer ID when it started a new incarnation.
+        var relayed: [SessionRecord]
 
         init(_ gossip: SyncGossip) {
             context = gossip.delta.context
             basis = gossip.basis
             writer = gossip.writer ?? gossip.sender
             sessions = gossip.writerSessions
+            relayed = gossip.relayedSessions
         }
     }
 

@@ -308,6 +308,41 @@ struct SharedFolderSyncTests {
         }
     }
 
+    /// A copy of a store finds its counters reused from the original's files and moves on,
+    /// keeping the write both hold under its dot, and its snapshot removes the original's
+    /// files (`converge-sim run Simulations/device-clone.json --topology folder --seed 28`,
+    /// shrunk). The original, finding a later writer ID of its replica ID and no file of its
+    /// own, re-stamps what no file shows it wrote; the copy's files relay what the copy
+    /// kept of the old writer ID, with its sessions, so the original keeps that too. Without
+    /// the relayed record it kept nothing under the old writer ID, took its own replaced
+    /// write (d2:1) back from the copy's snapshot, and every reader held it beside the write
+    /// that replaced it.
+    @Test(arguments: FolderKind.allCases)
+    func anOriginalWhoseFilesACopyRemovedKeepsWhatTheCopyRelaysItKept(_ kind: FolderKind) throws {
+        let sync = SharedFolderSync(files: kind.make())
+        let storage = InMemoryStorage()
+        let original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
+        let reader = store("d0")
+        try original.setValue("first", forKey: "k5")
+        try sync.synchronize(original)
+        try sync.synchronize(reader)
+        let copy = try ReplicatedKeyValueStore(replicaID: "d2", storage: InMemoryStorage(try storage.load()), clock: clock)
+        try original.setValue("second", forKey: "k5")
+        try sync.synchronize(original)
+        try sync.synchronize(copy)
+        #expect(copy.writerID != "d2" && copy.siblings(forKey: "k5").map(\.dot) == [Dot(replica: "d2", counter: 1)])
+        try sync.synchronize(original)
+        #expect(original.writerID != "d2" && original.writerID != copy.writerID)
+        for _ in 0..<2 {
+            for store in [reader, copy, original] { try sync.synchronize(store) }
+        }
+        for store in [reader, copy, original] {
+            #expect(store.siblings(forKey: "k5").map(\.dot) == [Dot(replica: original.writerID, counter: 1)],
+                    "\(store.writerID) holds k5 as \(store.siblings(forKey: "k5").map(\.dot))")
+            #expect(store.value(forKey: "k5") == "second")
+        }
+    }
+
     /// A snapshot that names a basis (planted, or damaged into one) is refused by every reader
     /// that holds less; the writer does not take it as the head of its chain, so its next
     /// file is a snapshot again, not a delta nobody can take.

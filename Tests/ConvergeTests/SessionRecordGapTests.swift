@@ -41,23 +41,6 @@ struct SessionRecordGapTests {
         #expect(WriterSessions(runs: again.runs.runs) != nil)
     }
 
-    /// Agreement on every counter of a range, as a store restored from a backup asks of its
-    /// own file in a shared folder before keeping the dots of writes the file shows: a
-    /// counter either record does not know the session of (the gap of a join, or before its
-    /// first run) is not agreement, nor is an empty range.
-    @Test func agreementOnEveryCounterNeedsBothRecordsToKnowEach() throws {
-        let (a, b, c): (UInt64, UInt64, UInt64) = (11, 22, 33)
-        let mine = try Self.sessions([(1, a), (6, b)])
-        #expect(mine.agreesOnEvery(with: try Self.sessions([(1, a), (6, b)]), from: 1, through: 9))
-        #expect(mine.agreesOnEvery(with: try Self.sessions([(3, a), (6, b)]), from: 3, through: 9))
-        #expect(!mine.agreesOnEvery(with: try Self.sessions([(3, a), (6, b)]), from: 2, through: 9), "counter 2 is unknown to one")
-        #expect(!mine.agreesOnEvery(with: try Self.sessions([(1, a), (8, c)]), from: 1, through: 9), "8 and 9 are c's")
-        #expect(mine.agreesOnEvery(with: try Self.sessions([(1, a), (8, c)]), from: 1, through: 5))
-        #expect(!mine.agreesOnEvery(with: try Self.sessions([(1, a), (6, b)]), from: 5, through: 4), "an empty range")
-        let gap = try Self.record([(1, a)], through: 3).continued(by: try Self.record([(6, b)], through: 9)).runs
-        #expect(!mine.agreesOnEvery(with: gap, from: 1, through: 9) && mine.agreesOnEvery(with: gap, from: 6, through: 9))
-    }
-
     /// A relayed record starts at the first run whose session it knows: a receiver would take
     /// a leading unknown run as overriding what it knows of those counters.
     @Test func aRelayedRecordNeverStartsWithAnUnknownRun() throws {

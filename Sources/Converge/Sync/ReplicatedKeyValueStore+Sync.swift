@@ -427,6 +427,8 @@ extension ReplicatedKeyValueStore {
             // The sessions are of the writer ID, which a twin of this replica compares only
             // with its own: say which it is after a new incarnation.
             if state.writerID != replicaID { gossip?.writer = state.writerID }
+            // What it kept of its previous writer ID, for a twin still under that one.
+            if let kept = state.keptOfPreviousWriter { gossip?.relayedSessions = [kept] }
             return gossip
         }
     }
