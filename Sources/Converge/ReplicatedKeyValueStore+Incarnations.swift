@@ -11,9 +11,10 @@
 /// The store then starts a new incarnation: it writes as `ID~n` from then on (*n* drawn,
 /// not counted, so two copies never continue under one ID), and re-stamps
 /// under the new writer ID (keeping values and timestamps) every write of its old writer ID
-/// that no peer is known to have acknowledged, so none of them can be taken for a write
-/// peers have seen. Its context for the old writer ID goes back to what peers
-/// acknowledged, so it fetches again the writes of the old ID it lost with the restore.
+/// that no peer is known to have acknowledged (in a shared folder, nor a file shown issued
+/// by the same session: see `checkOwnHistory`), so none of them can be taken for a
+/// write peers have seen. Its context for the old writer ID goes back to what it kept, so
+/// it fetches again the writes of the old ID it lost with the restore.
 /// The message that revealed the reuse was computed for the store's wrong context and is
 /// not applied; the next exchange brings everything. Writes the store re-stamps that peers
 /// did have arrive twice (the same value and timestamp under two dots), which a read
@@ -43,9 +44,10 @@ extension ReplicatedKeyValueStore {
 
     /// The metadata record of the writes of its previous writer ID the store kept under their
     /// dots in `account` when it last started a new incarnation: a ``SessionRecord`` of that
-    /// writer ID, through the last counter kept (none if it kept none). Its files in a shared
-    /// folder relay it, so a twin still under that writer ID, whose own files this store's
-    /// snapshot removed, can tell which of its writes readers hold.
+    /// writer ID through the last counter kept, with the runs after it (none if it kept
+    /// none). Its files in a shared folder relay it, so a twin still under that writer ID,
+    /// whose own files this store's snapshot removed, can tell which of its writes are the
+    /// ones this store kept, and from which counter the two issued different ones.
     static func keptOfPreviousWriterKey(_ account: AccountID) -> String { "kept-of-previous-writer:" + account.rawValue }
 
     /// The write session of this store object (see ``WriterSessions``): from the store's
@@ -83,9 +85,11 @@ extension ReplicatedKeyValueStore {
     /// Writes from the first counter the files do not show this store issued are re-stamped,
     /// even if a reader's file acknowledged them: that reader may hold the other copy's.
     /// Writes below it that a file of the store's writer ID shows the same session issued
-    /// (or a file of a later writer ID relays that it kept, with the same session) keep
-    /// their dots, acknowledged or not: they are the writes readers took, and re-stamped
-    /// they would hold each twice.
+    /// (or a file of another writer ID of its replica ID relays that it kept, with the same
+    /// session) keep their dots, acknowledged or not: they are the writes that file's
+    /// writer published, which readers may hold, and re-stamped readers would hold each
+    /// twice. This assumes a session (a store object) never issues a counter twice: true
+    /// unless its store file is replaced while it is open, which the README forbids.
     ///
     /// - Returns: Whether a new incarnation started.
     /// - Throws: The storage's error.
@@ -108,12 +112,13 @@ extension ReplicatedKeyValueStore {
                 guard agreed > 0, let session = recorded.session(at: agreed), sessions.session(at: agreed) == session else { return nil }
                 return agreed
             }
-            var reusedFrom = mine.compactMap { file in
-                recorded.firstDisagreement(with: file.sessions, through: min(file.known[writer], own))
-            }.min()
-            // What a later writer ID of its replica ID kept of this one (a copy that moved on),
-            // and showed the same sessions issued: the same writes.
+            // What another writer ID of its replica ID kept of this one (a copy that moved on),
+            // and showed the same sessions issued: the same writes. Its runs go on past what it
+            // kept, with the sessions under which that copy issued the rest: where they
+            // disagree with this store's, the counters were issued twice.
             let relayed = files.filter { $0.writer != writer }.flatMap(\.relayed).filter { $0.writer == writer }
+            var reusedFrom = (mine.map { ($0.sessions, min($0.known[writer], own)) } + relayed.map { ($0.runs, own) })
+                .compactMap { sessions, through in recorded.firstDisagreement(with: sessions, through: through) }.min()
             let keptByAnother = relayed.compactMap { agreed(with: $0.runs, through: min($0.through, own)) }.max() ?? 0
             if writer.base == writer && files.contains(where: { $0.writer != writer && $0.writer.base == writer }) {
                 // What its own files show it wrote, readers took as its: kept (a twin that lagged
@@ -268,8 +273,11 @@ extension ReplicatedKeyValueStore.State {
         let keptThrough = min(max(acknowledged, confirmed), (reusedFrom ?? .max) - 1, map.context[old])
         let current = try Self.restamped(map, from: old, above: keptThrough, to: newWriter)
         recordRestamped(current.count, in: account)
+        // From the run holding the last counter kept, and the first runs after it (the
+        // sessions the counters were issued under since, which a twin compares with its own).
         var keptRecord = BinaryWriter()
-        SessionRecord(writer: old, runs: writerSessions, through: keptThrough)?.relayed.encode(into: &keptRecord)
+        let keptRuns = WriterSessions(runs: Array(writerSessions.keeping(from: keptThrough).runs.prefix(SessionRecord.maximumRelayedRuns)))
+        keptRuns.flatMap { SessionRecord(writer: old, runs: $0, through: keptThrough) }?.encode(into: &keptRecord)
         metadata[ReplicatedKeyValueStore.keptOfPreviousWriterKey(account)] = keptRecord.bytes.isEmpty ? nil : keptRecord.bytes
         let prefix = ReplicatedKeyValueStore.accountCachePrefix
         for name in self.metadata.keys.sorted() where name.hasPrefix(prefix) {

@@ -274,8 +274,9 @@ struct SharedFolderSyncTests {
 
     /// A store restored from a backup taken before any reader's file acknowledged its last
     /// write (`converge-sim run Simulations/device-restore.json --topology folder --policy
-    /// multi-value --seed 23`): its own file shows the counter past the backup, so it starts
-    /// a new incarnation. The writes its file shows the same session issued are the ones
+    /// multi-value --seed 23`): its own file names another session for the counter it
+    /// issued again after the restore, so it starts a new incarnation. The writes its file
+    /// shows the same session issued are the ones
     /// readers took: they keep their dots. Re-stamped, every reader held k5 twice (its dot
     /// and the new writer ID's), which a multi-value read shows as two values, and nothing
     /// in the folder withdraws the original. The write the backup lost (k1) is fetched again,
@@ -340,6 +341,47 @@ struct SharedFolderSyncTests {
             #expect(store.siblings(forKey: "k5").map(\.dot) == [Dot(replica: original.writerID, counter: 1)],
                     "\(store.writerID) holds k5 as \(store.siblings(forKey: "k5").map(\.dot))")
             #expect(store.value(forKey: "k5") == "second")
+        }
+    }
+
+    /// Two copies of a store that parted at counter 3 both issue d2:4 and d2:5, and a reader
+    /// takes the copy's. The copy finds the original's file (which replaced its own under
+    /// the same name), keeps d2:1…3, re-stamps its own two writes and removes the folder. The
+    /// original, not yet seeing the copy's snapshot, writes a snapshot of its own that shows
+    /// d2:4 and d2:5 as its writes. The copy's relayed record goes on past what it kept, with
+    /// the session it issued d2:4 under: the original re-stamps its two writes too. Kept
+    /// under their dots, as the record's kept counter alone would allow, they never reached
+    /// the reader, which holds the copy's writes under those dots (review of c7edec1).
+    @Test func anOriginalRestampsWhatACopysRelayedRecordShowsItIssuedToo() throws {
+        let folder = InMemoryFolder()
+        let storage = InMemoryStorage()
+        let original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
+        let reader = store("d0")
+        for key in ["k1", "k2", "k3"] { try original.setValue("shared", forKey: key) }
+        try SharedFolderSync(files: folder).synchronize(original)
+        let copy = try ReplicatedKeyValueStore(replicaID: "d2", storage: InMemoryStorage(try storage.load()), clock: clock)
+        for key in ["c4", "c5"] { try copy.setValue("copy", forKey: key) }
+        try SharedFolderSync(files: folder).synchronize(copy)
+        try SharedFolderSync(files: folder).synchronize(reader)
+        #expect(reader.value(forKey: "c4") == "copy")
+        for key in ["t4", "t5"] { try original.setValue("original", forKey: key) }
+        let originalView = DelayedView(folder)
+        originalView.held.withLock { $0 = [["default", "d2", "00000000000000000002.delta"]] }
+        try SharedFolderSync(files: originalView).synchronize(original)   // over the copy's file 2
+        try SharedFolderSync(files: folder).synchronize(copy)
+        #expect(copy.writerID != "d2" && original.writerID == "d2")
+        let copysFiles = try folder.names(in: ["default", copy.writerID.rawValue]).map { ["default", copy.writerID.rawValue, $0] }
+        originalView.held.withLock { $0 = Set(copysFiles) }
+        try SharedFolderSync(files: originalView).synchronize(original)   // a snapshot of its own
+        originalView.held.withLock { $0 = [] }
+        for _ in 0..<3 {
+            for store in [original, copy, reader] { try SharedFolderSync(files: folder).synchronize(store) }
+        }
+        #expect(original.writerID != "d2")
+        let expected: [String: Value] = ["k1": "shared", "k2": "shared", "k3": "shared", "c4": "copy", "c5": "copy",
+                                         "t4": "original", "t5": "original"]
+        for store in [reader, original, copy] {
+            #expect(store.values == expected, "\(store.writerID): \(store.replicatedState)")
         }
     }
 

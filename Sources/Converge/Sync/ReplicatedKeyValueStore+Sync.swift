@@ -345,7 +345,10 @@ extension ReplicatedKeyValueStore {
                         confirmed = tip.counter
                     }
                 }
-                if let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
+                // Only gossip between two devices: a broadcast (a shared folder's file) relays
+                // what a later incarnation kept of an earlier writer ID, which the folder's
+                // own check reads (``checkOwnHistory(_:)``).
+                if gossip.wantsReply || gossip.recipient != nil, let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
                     if let first = own.firstDisagreement(with: record.runs, through: min(record.through, issued)) {
                         reusedFrom = min(reusedFrom ?? .max, first)
                     } else if record.through <= min(issued, gossip.delta.context[state.writerID]), own.session(at: record.through) != nil {
