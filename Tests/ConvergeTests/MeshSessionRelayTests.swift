@@ -126,7 +126,7 @@ struct MeshSessionRelayTests {
     /// learnt of the reuse from the phone, re-stamped k3 and withdrew laptop:1, and the
     /// tablet dropped its k3 for the copy. The late second gossip handed laptop:1 back: the
     /// tablet held k3 twice and its context claimed laptop:1, so k6 never reached it. It is
-    /// refused now, as gossip relaying a withdrawn record is.
+    /// refused now, as gossip relaying a record that holds withdrawn writes is.
     @Test func gossipSentBeforeItsWritesWereWithdrawnIsRefusedWhenItArrivesAfter() throws {
         let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
         let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
