@@ -274,10 +274,19 @@ extension ReplicatedKeyValueStore.State {
         let current = try Self.restamped(map, from: old, above: keptThrough, to: newWriter)
         recordRestamped(current.count, in: account)
         // From the run holding the last counter kept, and the first runs after it (the
-        // sessions the counters were issued under since, which a twin compares with its own).
+        // sessions the counters were issued under since, which a twin compares with its own),
+        // ending where what the record shows ends (the last counter this store issued, or the
+        // first run left out): an unknown run, so that no counter past it is compared.
         var keptRecord = BinaryWriter()
-        let keptRuns = WriterSessions(runs: Array(writerSessions.keeping(from: keptThrough).runs.prefix(SessionRecord.maximumRelayedRuns)))
-        keptRuns.flatMap { SessionRecord(writer: old, runs: $0, through: keptThrough) }?.encode(into: &keptRecord)
+        var keptRuns = Array(writerSessions.keeping(from: keptThrough).runs.prefix(SessionRecord.maximumRelayedRuns))
+        var shownThrough = map.context[old]
+        if keptRuns.count == SessionRecord.maximumRelayedRuns {
+            shownThrough = min(shownThrough, keptRuns.removeLast().firstCounter - 1)
+        }
+        if let last = keptRuns.last, last.firstCounter <= shownThrough, shownThrough < Dot.maximumCounter {
+            keptRuns.append(.init(firstCounter: shownThrough + 1, session: WriterSessions.unknownSession))
+        }
+        WriterSessions(runs: keptRuns).flatMap { SessionRecord(writer: old, runs: $0, through: keptThrough) }?.encode(into: &keptRecord)
         metadata[ReplicatedKeyValueStore.keptOfPreviousWriterKey(account)] = keptRecord.bytes.isEmpty ? nil : keptRecord.bytes
         let prefix = ReplicatedKeyValueStore.accountCachePrefix
         for name in self.metadata.keys.sorted() where name.hasPrefix(prefix) {

@@ -282,6 +282,7 @@ public struct SharedFolderSync: Sendable {
                                   delta: ReplicatedMap.Delta(entries: entries, context: context), wantsReply: false)
             part.writerSessions = gossip.writerSessions
             part.writer = gossip.writer
+            part.relayedSessions = gossip.relayedSessions
             return .gossip(part)
         }
         let empty = try message([:]).encoded().count

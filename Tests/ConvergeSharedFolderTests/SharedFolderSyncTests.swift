@@ -352,36 +352,81 @@ struct SharedFolderSyncTests {
     /// the session it issued d2:4 under: the original re-stamps its two writes too. Kept
     /// under their dots, as the record's kept counter alone would allow, they never reached
     /// the reader, which holds the copy's writes under those dots (review of c7edec1).
-    @Test func anOriginalRestampsWhatACopysRelayedRecordShowsItIssuedToo() throws {
+    ///
+    /// With files of 256 bytes the copy's snapshot is split into parts, each of which
+    /// relays the record (the parts used to drop it).
+    @Test(arguments: [Int?.none, 256])
+    func anOriginalRestampsWhatACopysRelayedRecordShowsItIssuedToo(maximumFileBytes: Int?) throws {
         let folder = InMemoryFolder()
+        func sync(_ files: any SharedFolderFiles) -> SharedFolderSync {
+            var sync = SharedFolderSync(files: files)
+            if let maximumFileBytes { sync.maximumFileBytes = maximumFileBytes }
+            return sync
+        }
         let storage = InMemoryStorage()
         let original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
         let reader = store("d0")
-        for key in ["k1", "k2", "k3"] { try original.setValue("shared", forKey: key) }
-        try SharedFolderSync(files: folder).synchronize(original)
+        let shared = Value.string(String(repeating: "s", count: 100))
+        for key in ["k1", "k2", "k3"] { try original.setValue(shared, forKey: key) }
+        try sync(folder).synchronize(original)
         let copy = try ReplicatedKeyValueStore(replicaID: "d2", storage: InMemoryStorage(try storage.load()), clock: clock)
         for key in ["c4", "c5"] { try copy.setValue("copy", forKey: key) }
-        try SharedFolderSync(files: folder).synchronize(copy)
-        try SharedFolderSync(files: folder).synchronize(reader)
+        try sync(folder).synchronize(copy)
+        try sync(folder).synchronize(reader)
         #expect(reader.value(forKey: "c4") == "copy")
         for key in ["t4", "t5"] { try original.setValue("original", forKey: key) }
         let originalView = DelayedView(folder)
         originalView.held.withLock { $0 = [["default", "d2", "00000000000000000002.delta"]] }
-        try SharedFolderSync(files: originalView).synchronize(original)   // over the copy's file 2
-        try SharedFolderSync(files: folder).synchronize(copy)
+        try sync(originalView).synchronize(original)   // over the copy's file 2
+        try sync(folder).synchronize(copy)
         #expect(copy.writerID != "d2" && original.writerID == "d2")
         let copysFiles = try folder.names(in: ["default", copy.writerID.rawValue]).map { ["default", copy.writerID.rawValue, $0] }
         originalView.held.withLock { $0 = Set(copysFiles) }
-        try SharedFolderSync(files: originalView).synchronize(original)   // a snapshot of its own
+        try sync(originalView).synchronize(original)   // a snapshot of its own
         originalView.held.withLock { $0 = [] }
         for _ in 0..<3 {
-            for store in [original, copy, reader] { try SharedFolderSync(files: folder).synchronize(store) }
+            for store in [original, copy, reader] { try sync(folder).synchronize(store) }
         }
         #expect(original.writerID != "d2")
-        let expected: [String: Value] = ["k1": "shared", "k2": "shared", "k3": "shared", "c4": "copy", "c5": "copy",
+        let expected: [String: Value] = ["k1": shared, "k2": shared, "k3": shared, "c4": "copy", "c5": "copy",
                                          "t4": "original", "t5": "original"]
         for store in [reader, original, copy] {
             #expect(store.values == expected, "\(store.writerID): \(store.replicatedState)")
+        }
+    }
+
+    /// The record a copy relays ends where its own writes under the old writer ID end: an
+    /// original that went on writing under later sessions past that point is not taken for
+    /// a second issuer of those counters (review of 160587f). The copy wrote nothing; the
+    /// original wrote d2:4, then d2:5 as another store object. Compared past the record's
+    /// end, its last run would have named the copy's session for d2:5, and the original
+    /// would have re-stamped d2:5, which the reader holds: the value twice.
+    @Test func aCopysRelayedRecordClaimsNothingPastWhatItIssued() throws {
+        let folder = InMemoryFolder()
+        let storage = InMemoryStorage()
+        var original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
+        let reader = store("d0")
+        for key in ["k1", "k2", "k3"] { try original.setValue("shared", forKey: key) }
+        try SharedFolderSync(files: folder).synchronize(original)
+        let copy = try ReplicatedKeyValueStore(replicaID: "d2", storage: InMemoryStorage(try storage.load()), clock: clock)
+        try original.setValue("four", forKey: "k4")
+        try SharedFolderSync(files: folder).synchronize(original)
+        original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)   // another session
+        try original.setValue("five", forKey: "k5")
+        try SharedFolderSync(files: folder).synchronize(original)
+        try SharedFolderSync(files: folder).synchronize(reader)
+        try SharedFolderSync(files: folder).synchronize(copy)
+        #expect(copy.writerID != "d2")
+        let originalView = DelayedView(folder)
+        let copysFiles = try folder.names(in: ["default", copy.writerID.rawValue]).map { ["default", copy.writerID.rawValue, $0] }
+        originalView.held.withLock { $0 = Set(copysFiles) }
+        try SharedFolderSync(files: originalView).synchronize(original)   // a snapshot of its own
+        for _ in 0..<3 {
+            for store in [original, copy, reader] { try SharedFolderSync(files: folder).synchronize(store) }
+        }
+        for store in [reader, original, copy] {
+            #expect(store.siblings(forKey: "k5").map(\.dot) == [Dot(replica: "d2", counter: 5)], "\(store.writerID): \(store.replicatedState)")
+            #expect(store.values.count == 5)
         }
     }
 

@@ -17,7 +17,9 @@ public struct SessionRecord: Hashable, Sendable {
     /// record was made, of the device that made it).
     public var through: UInt64
 
-    /// The most runs a relayed record carries: the latest ones.
+    /// The most runs a relayed record carries: the latest ones, or (what a new incarnation
+    /// relays of what it kept of its previous writer ID) the run of the last counter kept
+    /// and the first ones after it.
     public static let maximumRelayedRuns = 4
 
     /// Creates a record; `nil` if the runs do not reach back to `through` (or it is 0).
