@@ -148,8 +148,13 @@ extension ReplicatedKeyValueStore.State {
     }
 
     /// The highest counter of the current writer ID a hub or peer of the current account
-    /// reported holding (0 for none, or for a record of another writer ID).
-    var acknowledged: UInt64 { acknowledged(in: account) }
+    /// reported holding (0 for none, or for a record of another writer ID). A record above
+    /// what the store issued cannot be true (it is recorded with the state it acknowledges):
+    /// damaged, it counts as 0, so the store re-stamps more rather than keep a reused dot.
+    var acknowledged: UInt64 {
+        let recorded = acknowledged(in: account)
+        return recorded <= map.context[writerID] ? recorded : 0
+    }
 
     /// The highest counter of the current writer ID a hub or peer of `account` reported
     /// holding (0 for none, or for a record of another writer ID).

@@ -111,6 +111,32 @@ struct IncarnationTests {
         #expect(a.writerID.base == "A" && !a.writerID.isBase)
     }
 
+    /// The restore in the mesh, with the backup's record of what peers acknowledged damaged
+    /// to the largest number (a reviewer of 160587f pointed at the withdrawal's first
+    /// counter, that number plus one; this sequence does not reach it, and passed before
+    /// the change too). A record above what the store issued counts as none: nothing traps
+    /// and nothing is lost.
+    @Test func aDamagedAcknowledgementRecordNeitherTrapsNorKeepsAReusedDot() throws {
+        let storage = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
+        try b.setValue("1", forKey: "b")
+        try a.setValue("1", forKey: "base")
+        try gossip(a, b)
+        var backup = try #require(try storage.load())
+        backup.metadata["acknowledged"] = Array("A \(UInt64.max)".utf8)
+        try a.setValue("1", forKey: "late1")
+        try a.setValue("1", forKey: "late2")
+        try gossip(a, b)
+        a = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        try gossip(b, a)   // the counters alone show the reuse (no session disagrees yet)
+        try a.setValue("written after restore", forKey: "fresh")
+        for _ in 0..<3 { try gossip(a, b) }
+        #expect(a.values == everyKey)
+        #expect(b.values == everyKey)
+        #expect(a.writerID.base == "A" && !a.writerID.isBase)
+    }
+
     /// A store file copied to a second device under the same replica ID: the copy that
     /// falls behind the other is caught by the hub's context and recovers; every write
     /// survives on both.
