@@ -272,6 +272,20 @@ struct SharedFolderSyncTests {
         }
     }
 
+    /// A store "d2" writes `value` for `key` and publishes it, and a reader "d0" takes it.
+    /// Returns the store, its storage (to back up or copy) and the reader.
+    private func publishedToAReader(
+        _ value: Value, forKey key: String, through sync: SharedFolderSync
+    ) throws -> (original: ReplicatedKeyValueStore, storage: InMemoryStorage, reader: ReplicatedKeyValueStore) {
+        let storage = InMemoryStorage()
+        let original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
+        let reader = store("d0")
+        try original.setValue(value, forKey: key)
+        try sync.synchronize(original)
+        try sync.synchronize(reader)
+        return (original, storage, reader)
+    }
+
     /// A store restored from a backup taken before any reader's file acknowledged its last
     /// write (`converge-sim run Simulations/device-restore.json --topology folder --policy
     /// multi-value --seed 23`): its own file names another session for the counter it
@@ -284,13 +298,8 @@ struct SharedFolderSyncTests {
     @Test(arguments: FolderKind.allCases)
     func aRestoredStoreKeepsTheDotsOfTheWritesItsOwnFileShowsItPublished(_ kind: FolderKind) throws {
         let sync = SharedFolderSync(files: kind.make())
-        let storage = InMemoryStorage()
-        let original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
-        let reader = store("d0")
-        try original.setValue("five", forKey: "k5")
-        try sync.synchronize(original)
+        let (original, storage, reader) = try publishedToAReader("five", forKey: "k5", through: sync)
         let backup = try storage.load()
-        try sync.synchronize(reader)
         try original.setValue("one", forKey: "k1")
         try sync.synchronize(original)
         try sync.synchronize(reader)
@@ -321,12 +330,7 @@ struct SharedFolderSyncTests {
     @Test(arguments: FolderKind.allCases)
     func anOriginalWhoseFilesACopyRemovedKeepsWhatTheCopyRelaysItKept(_ kind: FolderKind) throws {
         let sync = SharedFolderSync(files: kind.make())
-        let storage = InMemoryStorage()
-        let original = try ReplicatedKeyValueStore(replicaID: "d2", storage: storage, clock: clock)
-        let reader = store("d0")
-        try original.setValue("first", forKey: "k5")
-        try sync.synchronize(original)
-        try sync.synchronize(reader)
+        let (original, storage, reader) = try publishedToAReader("first", forKey: "k5", through: sync)
         let copy = try ReplicatedKeyValueStore(replicaID: "d2", storage: InMemoryStorage(try storage.load()), clock: clock)
         try original.setValue("second", forKey: "k5")
         try sync.synchronize(original)

@@ -91,19 +91,29 @@ struct IncarnationTests {
         #expect(answer.recipientTip == WriterSessions.Tip(counter: 1, session: 1))
     }
 
-    /// The same through the mesh: peers gossip, no hub.
-    @Test func aStoreRestoredFromABackupLosesNothingInTheMesh() throws {
+    /// A (replica "A") and B gossip; A's disk is backed up after its first write, A writes
+    /// `late1` and `late2` and gossips them to B, and A is restored from the backup (after
+    /// `damage` edits it). Returns the restored A and B.
+    private func restoredInTheMesh(
+        damage: (inout StoredState) -> Void = { _ in }
+    ) throws -> (restored: ReplicatedKeyValueStore, peer: ReplicatedKeyValueStore) {
         let storage = InMemoryStorage()
-        var a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
         let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
         try b.setValue("1", forKey: "b")
         try a.setValue("1", forKey: "base")
         try gossip(a, b)
-        let backup = try #require(try storage.load())
+        var backup = try #require(try storage.load())
+        damage(&backup)
         try a.setValue("1", forKey: "late1")
         try a.setValue("1", forKey: "late2")
         try gossip(a, b)
-        a = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        return (try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock), b)
+    }
+
+    /// The same through the mesh: peers gossip, no hub.
+    @Test func aStoreRestoredFromABackupLosesNothingInTheMesh() throws {
+        let (a, b) = try restoredInTheMesh()
         try a.setValue("written after restore", forKey: "fresh")
         for _ in 0..<3 { try gossip(a, b) }
         #expect(a.values == everyKey)
@@ -117,18 +127,7 @@ struct IncarnationTests {
     /// the change too). A record above what the store issued counts as none: nothing traps
     /// and nothing is lost.
     @Test func aDamagedAcknowledgementRecordNeitherTrapsNorKeepsAReusedDot() throws {
-        let storage = InMemoryStorage()
-        var a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
-        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
-        try b.setValue("1", forKey: "b")
-        try a.setValue("1", forKey: "base")
-        try gossip(a, b)
-        var backup = try #require(try storage.load())
-        backup.metadata["acknowledged"] = Array("A \(UInt64.max)".utf8)
-        try a.setValue("1", forKey: "late1")
-        try a.setValue("1", forKey: "late2")
-        try gossip(a, b)
-        a = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        let (a, b) = try restoredInTheMesh { $0.metadata["acknowledged"] = Array("A \(UInt64.max)".utf8) }
         try gossip(b, a)   // the counters alone show the reuse (no session disagrees yet)
         try a.setValue("written after restore", forKey: "fresh")
         for _ in 0..<3 { try gossip(a, b) }

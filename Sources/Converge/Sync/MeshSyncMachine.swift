@@ -139,7 +139,7 @@ public struct MeshSyncMachine: Hashable, Sendable {
         // anyone in sequence, and its reader compares its own files' sessions itself
         // (`checkOwnHistory`): only gossip between two devices is
         // compared and recorded.
-        let betweenTwo = gossip.wantsReply || gossip.recipient != nil
+        let betweenTwo = gossip.isBetweenTwoDevices
         // A broadcast is this device's own only under its current writer ID: another writer
         // ID of its replica ID is an earlier incarnation's (whose writes a restore may have
         // lost here) or a twin's (a copy of the store under the same replica ID).

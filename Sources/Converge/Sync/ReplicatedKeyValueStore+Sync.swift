@@ -348,7 +348,7 @@ extension ReplicatedKeyValueStore {
                 // Only gossip between two devices: a broadcast (a shared folder's file) relays
                 // what a later incarnation kept of an earlier writer ID, which the folder's
                 // own check reads (``checkOwnHistory(_:)``).
-                if gossip.wantsReply || gossip.recipient != nil, let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
+                if gossip.isBetweenTwoDevices, let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
                     if let first = own.firstDisagreement(with: record.runs, through: min(record.through, issued)) {
                         reusedFrom = min(reusedFrom ?? .max, first)
                     } else if record.through <= min(issued, gossip.delta.context[state.writerID]), own.session(at: record.through) != nil {
@@ -386,7 +386,7 @@ extension ReplicatedKeyValueStore {
             // record of the sessions agrees with the store's: a peer that took a copy's writes
             // under these counters reports them too.
             var acknowledging = known
-            if case .gossip(let gossip) = message, gossip.wantsReply || gossip.recipient != nil,
+            if case .gossip(let gossip) = message, gossip.isBetweenTwoDevices,
                !state.meshMachine._ignoresWriterSessions, !state.blindToReusedCounters {
                 acknowledging = [VersionVector([state.writerID: confirmed ?? 0])]
             }

@@ -62,4 +62,9 @@ public struct SyncGossip: Hashable, Sendable {
         self.delta = delta
         self.wantsReply = wantsReply
     }
+
+    /// Whether this is gossip between two devices (it wants a reply, or names its
+    /// recipient) rather than a broadcast: a shared folder's file, read by anyone in
+    /// sequence, whose reader compares its own files' sessions itself.
+    var isBetweenTwoDevices: Bool { wantsReply || recipient != nil }
 }
