@@ -104,13 +104,10 @@ extension ReplicatedKeyValueStore {
             let recorded = state.writerSessions
             // The writes another record of this writer ID shows are the ones this store holds
             // (the writes readers took): every counter up to one for which both records name
-            // the same session, below the first they name different ones for. A session is
-            // one store object: two copies of a store name the same session for a counter only
-            // if it was issued before they parted, and so was every counter below it.
+            // the same session, below the first they name different ones for
+            // (``WriterSessions/lastAgreement(with:through:)``).
             func agreed(with sessions: WriterSessions, through shown: UInt64) -> UInt64? {
-                let agreed = min(shown, (recorded.firstDisagreement(with: sessions, through: shown) ?? .max) - 1)
-                guard agreed > 0, let session = recorded.session(at: agreed), sessions.session(at: agreed) == session else { return nil }
-                return agreed
+                recorded.lastAgreement(with: sessions, through: shown)
             }
             // What another writer ID of its replica ID kept of this one (a copy that moved on),
             // and showed the same sessions issued: the same writes. Its runs go on past what it

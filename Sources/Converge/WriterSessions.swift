@@ -144,6 +144,23 @@ public struct WriterSessions: Hashable, Sendable {
         }
     }
 
+    /// The last counter up to `through`, below the first for which `other` names another
+    /// session, that both records name one session for; `nil` if there is none. A session
+    /// is one store object: two copies of a store name the same session for a counter only
+    /// if it was issued before they parted, and so was every counter below it, so the
+    /// writes of both under those counters are the same writes.
+    ///
+    /// - Parameters:
+    ///   - other: Another record of the same writer's runs.
+    ///   - through: The highest counter to compare.
+    /// - Returns: The last counter shown issued once, by the same session in both.
+    /// - Complexity: O(*r*²) in the runs of both (at most ``maximumRuns`` each).
+    public func lastAgreement(with other: WriterSessions, through: UInt64) -> UInt64? {
+        let agreed = min(through, (firstDisagreement(with: other, through: through) ?? .max) - 1)
+        guard agreed > 0, let session = session(at: agreed), other.session(at: agreed) == session else { return nil }
+        return agreed
+    }
+
     /// The latest runs whose encoding takes at most `bytes` (always the last run): what a
     /// request with little room sends. The hub then cannot check the counters of the runs
     /// left out.

@@ -219,4 +219,22 @@ struct SimulationRegressionTests {
         let result = try Self.expectReplayPasses("mesh-restore-late-gossip-of-withdrawn")
         #expect(result.metrics.faults.deviceRestores > 0)
     }
+
+    /// `converge-sim run Simulations/device-restore-mesh.json --policy multi-value --seed 82`
+    /// failed the reference model (and on the binary before the mesh restore's fixes too),
+    /// shrunk twice. d1 gossiped k6 as d1:1, its disk was backed up before any peer
+    /// answered, it wrote k5 as d1:2, and it was restored. A peer's gossip showed the
+    /// restored d1 its reuse (in the second trace after it wrote k8 as d1:2 again): it
+    /// re-stamped k6 too, as no peer had acknowledged it, and every device held k6 twice,
+    /// under d1:1 and the new writer ID. The peer's relayed record of d1's sessions names
+    /// the same session for d1:1 as the store's own, so d1:1 is kept now
+    /// (`IncarnationTests`). The whole seed passes too.
+    @Test func aRestoredStoreKeepsTheWritesAPeersRecordShowsItIssued() throws {
+        for name in ["mesh-restore-restamped-held-write", "mesh-restore-reused-after-held-write"] {
+            let result = try Self.expectReplayPasses(name)
+            #expect(result.metrics.faults.deviceRestores > 0)
+        }
+        try Self.expectPasses(Self.catalogue("device-restore-mesh") { try $0.set(\.policy, to: .multiValue) }, seeds: [82],
+                              "device-restore-mesh under multi-value")
+    }
 }

@@ -121,6 +121,38 @@ struct IncarnationTests {
         #expect(a.writerID.base == "A" && !a.writerID.isBase)
     }
 
+    /// A restored before any peer answered it (`converge-sim run
+    /// Simulations/device-restore-mesh.json --policy multi-value --seed 82`, shrunk): A
+    /// gossips k6 as A:1 to B, its disk is backed up, it gossips k5 as A:2, and it is
+    /// restored. B's gossip relays its record of A's sessions, which reaches past what the
+    /// restored A issued (and, once the restored A wrote k8 as A:2, names another session
+    /// for A:2). Both name one session for A:1: it is the write B holds, and the new
+    /// incarnation keeps it under its dot. Re-stamped as no peer had acknowledged it, every
+    /// device held k6 twice, under A:1 and the new writer ID (with the write after the
+    /// restore; without it this sequence passed before the change too, though the
+    /// simulator's first shrunk trace of the seed, in `SimulationRegressionTests`, did not).
+    @Test(arguments: [false, true])
+    func aStoreRestoredBeforeAnyPeerAnsweredKeepsTheDotsThePeerHolds(writesAfterRestore: Bool) throws {
+        let storage = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "A", storage: storage, clock: clock)
+        let b = ReplicatedKeyValueStore(replicaID: "B", clock: clock)
+        try gossip(a, b)
+        try a.setValue("six", forKey: "k6")
+        try b.receive(try a.gossip(to: "B"))   // the answer is lost
+        let backup = try #require(try storage.load())
+        try a.setValue("five", forKey: "k5")
+        try b.receive(try a.gossip(to: "B"))
+        a = try ReplicatedKeyValueStore(replicaID: "A", storage: InMemoryStorage(backup), clock: clock)
+        if writesAfterRestore { try a.setValue("eight", forKey: "k8") }
+        for _ in 0..<3 { try gossip(b, a); try gossip(a, b) }
+        #expect(!a.writerID.isBase)
+        for store in [a, b] {
+            #expect(store.siblings(forKey: "k6").map(\.dot) == [Dot(replica: "A", counter: 1)], "\(store.replicaID): \(store.replicatedState)")
+            #expect(store.value(forKey: "k5") == "five")
+            #expect(store.value(forKey: "k8") == (writesAfterRestore ? "eight" : nil))
+        }
+    }
+
     /// The restore in the mesh, with the backup's record of what peers acknowledged damaged
     /// to the largest number (a reviewer of 160587f pointed at the withdrawal's first
     /// counter, that number plus one; this sequence does not reach it, and passed before

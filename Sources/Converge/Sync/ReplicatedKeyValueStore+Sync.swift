@@ -349,10 +349,18 @@ extension ReplicatedKeyValueStore {
                 // what a later incarnation kept of an earlier writer ID, which the folder's
                 // own check reads (``checkOwnHistory(_:)``).
                 if gossip.isBetweenTwoDevices, let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
-                    if let first = own.firstDisagreement(with: record.runs, through: min(record.through, issued)) {
-                        reusedFrom = min(reusedFrom ?? .max, first)
-                    } else if record.through <= min(issued, gossip.delta.context[state.writerID]), own.session(at: record.through) != nil {
+                    let held = gossip.delta.context[state.writerID]
+                    let first = own.firstDisagreement(with: record.runs, through: min(record.through, issued))
+                    if let first { reusedFrom = min(reusedFrom ?? .max, first) }
+                    if first == nil, record.through <= min(issued, held), own.session(at: record.through) != nil {
                         confirmed = max(confirmed ?? 0, record.through)
+                    } else if let agreed = own.lastAgreement(with: record.runs, through: min(record.through, issued, held)) {
+                        // The record disagrees, or reaches past what this store issued (it was
+                        // restored from a backup, or copied, and the other copy went on): the
+                        // counters up to the last both records name one session for are the
+                        // writes the peer holds, so a new incarnation keeps them (re-stamped,
+                        // the peer would hold each twice, under both writer IDs).
+                        confirmed = max(confirmed ?? 0, agreed)
                     }
                 }
             }
@@ -361,7 +369,7 @@ extension ReplicatedKeyValueStore {
                 receipt.startedIncarnation = true
                 // Writes from the first counter issued twice on are re-stamped even if a peer
                 // reported holding them: that peer may hold the other copy's.
-                let restamped = try state.reincarnated(restampingFrom: reusedFrom)
+                let restamped = try state.reincarnated(restampingFrom: reusedFrom, keepingThrough: confirmed ?? 0)
                 var meshMachine = next.meshMachine
                 if case .gossip = message {
                     // The machine's view of what this message changed is not carried out: keep
@@ -372,7 +380,7 @@ extension ReplicatedKeyValueStore {
                     // issued holds the other copy's writes, and keeps them (see
                     // ``SessionRecord/holdsWithdrawn(_:)``).
                     meshMachine = state.meshMachine
-                    let from = reusedFrom ?? (state.acknowledged + 1)
+                    let from = reusedFrom ?? (max(state.acknowledged, confirmed ?? 0) + 1)
                     if let withdrawn = SessionRecord.withdrawn(writer: state.writerID, runs: state.writerSessions, from: from, through: issued) {
                         meshMachine.withdraw(withdrawn)
                     }
