@@ -375,8 +375,8 @@ extension ReplicatedKeyValueStore {
                     // The machine's view of what this message changed is not carried out: keep
                     // the one before it. Withdraw the counters this store re-stamped, so peers
                     // that took its writes under them drop them and fetch the other copy's: from
-                    // the first a peer's record showed issued twice, else from the first not
-                    // acknowledged. A peer whose record reaches beyond the counters the store
+                    // the first a peer's record showed issued twice, else from the first
+                    // neither acknowledged nor shown issued by the same session. A peer whose record reaches beyond the counters the store
                     // issued holds the other copy's writes, and keeps them (see
                     // ``SessionRecord/holdsWithdrawn(_:)``).
                     meshMachine = state.meshMachine
