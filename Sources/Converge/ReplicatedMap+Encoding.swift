@@ -96,6 +96,46 @@ extension ReplicatedMap.Delta {
         }
     }
 
+    /// The canonical encoding of a delta of one key, `key` with `siblings`, whose context
+    /// is what the siblings' dots cover: the bytes of
+    /// `Delta(entries: [key: siblings], context: ⋯).encoded()`, without building the
+    /// delta (a storage writes one such record per key it changes).
+    ///
+    /// - Complexity: O(*s*²) in the siblings (a key has few); O(*s* log *s*) past eight.
+    package static func encodedEntry(_ key: String, _ siblings: [Sibling]) -> [UInt8] {
+        guard siblings.count <= 8 else {
+            var context = VersionVector()
+            for sibling in siblings { context.raise(sibling.dot.replica, to: sibling.dot.counter) }
+            return Self(entries: [key: siblings], context: context).encoded()
+        }
+        // The context: each replica of the siblings with its highest counter, in replica order.
+        var replicas: [(replica: ReplicaID, counter: UInt64)] = []
+        for sibling in siblings {
+            if let at = replicas.firstIndex(where: { $0.replica == sibling.dot.replica }) {
+                replicas[at].counter = max(replicas[at].counter, sibling.dot.counter)
+            } else {
+                replicas.append((sibling.dot.replica, sibling.dot.counter))
+            }
+        }
+        replicas.sort { $0.replica < $1.replica }
+        var writer = BinaryWriter()
+        writer.writeVarint(UInt64(replicas.count))
+        for entry in replicas {
+            writer.writeString(entry.replica.rawValue)
+            writer.writeVarint(entry.counter)
+        }
+        writer.writeVarint(1)
+        writer.writeString(key)
+        writer.writeVarint(UInt64(siblings.count))
+        for sibling in siblings {
+            writer.writeVarint(UInt64(replicas.firstIndex { $0.replica == sibling.dot.replica }!))
+            writer.writeVarint(sibling.dot.counter)
+            sibling.timestamp.encode(into: &writer)
+            sibling.encodeValue(into: &writer)
+        }
+        return writer.bytes
+    }
+
     /// The canonical encoding.
     public func encoded() -> [UInt8] {
         var writer = BinaryWriter()

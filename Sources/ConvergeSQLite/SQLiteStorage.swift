@@ -466,9 +466,7 @@ public final class SQLiteStorage: Storage {
             if siblings.isEmpty {
                 try delete.run([.text(row)])
             } else {
-                var context = VersionVector()
-                for sibling in siblings { context.raise(sibling.dot.replica, to: sibling.dot.counter) }
-                let bytes = ReplicatedMap.Delta(entries: [key: siblings], context: context).encoded()
+                let bytes = ReplicatedMap.Delta.encodedEntry(key, siblings)
                 try insert.run([.text(row), .blob(SQLiteRecord.sealed(bytes, name: row)), stamp])
             }
         }
