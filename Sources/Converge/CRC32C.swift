@@ -10,9 +10,15 @@ package enum CRC32C {
 
     /// The checksum of `bytes`.
     package static func checksum<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt32 {
+        checksum(of: [], then: bytes)
+    }
+
+    /// The checksum of `first` followed by `second`, without joining them.
+    private static func checksum<Bytes: Sequence<UInt8>>(of first: [UInt8], then second: Bytes) -> UInt32 {
         var crc: UInt32 = 0xFFFF_FFFF
         table.withUnsafeBufferPointer { table in
-            for byte in bytes { crc = table[Int(UInt8(truncatingIfNeeded: crc) ^ byte)] ^ (crc >> 8) }
+            for byte in first { crc = table[Int(UInt8(truncatingIfNeeded: crc) ^ byte)] ^ (crc >> 8) }
+            for byte in second { crc = table[Int(UInt8(truncatingIfNeeded: crc) ^ byte)] ^ (crc >> 8) }
         }
         return crc ^ 0xFFFF_FFFF
     }
@@ -20,8 +26,12 @@ package enum CRC32C {
     /// `bytes` followed by their checksum, little-endian. The checksum also covers
     /// `context`, which is not written (a stored record's name, kept beside it).
     package static func sealed(_ bytes: [UInt8], context: [UInt8] = []) -> [UInt8] {
-        let crc = checksum(context + bytes)
-        return bytes + (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * UInt32($0))) }
+        let crc = checksum(of: context, then: bytes)
+        var sealed: [UInt8] = []
+        sealed.reserveCapacity(bytes.count + 4)
+        sealed.append(contentsOf: bytes)
+        for shift: UInt32 in [0, 8, 16, 24] { sealed.append(UInt8(truncatingIfNeeded: crc >> shift)) }
+        return sealed
     }
 
     /// The bytes before the checksum that ends `sealed`, if it matches (with `context`, as
@@ -34,7 +44,7 @@ package enum CRC32C {
         guard sealed.count >= 4 else { throw .malformed(.damaged, "\(what) is too short to hold its checksum (\(sealed.count) bytes)") }
         let body = sealed.prefix(sealed.count - 4)
         let stored = (0..<4).reduce(UInt32(0)) { $0 | UInt32(sealed[sealed.count - 4 + $1]) << (8 * UInt32($1)) }
-        let computed = checksum(context + body)
+        let computed = checksum(of: context, then: body)
         guard stored == computed else {
             throw .malformed(.damaged, "\(what) is damaged: its CRC-32C is \(hex(computed)), not the \(hex(stored)) it was written with",
                              at: sealed.count - 4)

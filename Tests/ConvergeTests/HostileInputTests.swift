@@ -197,5 +197,9 @@ import Testing
         #expect(CRC32C.checksum([UInt8]()) == 0)
         #expect(throws: ConvergeError.self) { try CRC32C.unsealed([1, 2, 3], what: "x") }
         #expect((try? CRC32C.unsealed(CRC32C.sealed([1, 2, 3]), what: "x")) == [1, 2, 3])
+        // A context is covered as if it came first, and not written: the check value again.
+        #expect(CRC32C.sealed(Array("56789".utf8), context: Array("1234".utf8)) == Array("56789".utf8) + [0x83, 0x92, 0x06, 0xE3])
+        #expect((try? CRC32C.unsealed(Array("56789".utf8) + [0x83, 0x92, 0x06, 0xE3], context: Array("1234".utf8), what: "x")) == Array("56789".utf8))
+        #expect(throws: ConvergeError.self) { try CRC32C.unsealed(Array("56789".utf8) + [0x83, 0x92, 0x06, 0xE3], context: Array("1235".utf8), what: "x") }
     }
 }
