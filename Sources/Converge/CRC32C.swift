@@ -27,11 +27,11 @@ package enum CRC32C {
     /// `context`, which is not written (a stored record's name, kept beside it).
     package static func sealed(_ bytes: [UInt8], context: [UInt8] = []) -> [UInt8] {
         let crc = checksum(of: context, then: bytes)
-        var sealed: [UInt8] = []
-        sealed.reserveCapacity(bytes.count + 4)
-        sealed.append(contentsOf: bytes)
-        for shift: UInt32 in [0, 8, 16, 24] { sealed.append(UInt8(truncatingIfNeeded: crc >> shift)) }
-        return sealed
+        var record: [UInt8] = []
+        record.reserveCapacity(bytes.count + 4)
+        record.append(contentsOf: bytes)
+        for shift: UInt32 in [0, 8, 16, 24] { record.append(UInt8(truncatingIfNeeded: crc >> shift)) }
+        return record
     }
 
     /// The bytes before the checksum that ends `sealed`, if it matches (with `context`, as

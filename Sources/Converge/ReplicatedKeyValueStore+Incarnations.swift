@@ -13,8 +13,8 @@
 /// under the new writer ID (keeping values and timestamps) every write of its old writer ID
 /// that no peer is known to have acknowledged, nor another record of its writer ID shows
 /// issued by the same session (a peer's relayed record in the mesh; in a shared folder a
-/// file of its own or a later incarnation's: see `checkOwnHistory`), so none of them can be taken for a
-/// write peers have seen. Its context for the old writer ID goes back to what it kept, so
+/// file of its own or a later incarnation's: see `checkOwnHistory`), so none of them can
+/// be taken for a write peers have seen. Its context for the old writer ID goes back to what it kept, so
 /// it fetches again the writes of the old ID it lost with the restore.
 /// The message that revealed the reuse was computed for the store's wrong context and is
 /// not applied; the next exchange brings everything. Writes the store re-stamps that peers
@@ -107,9 +107,6 @@ extension ReplicatedKeyValueStore {
             // (the writes readers took): every counter up to one for which both records name
             // the same session, below the first they name different ones for
             // (``WriterSessions/lastAgreement(with:through:)``).
-            func agreed(with sessions: WriterSessions, through shown: UInt64) -> UInt64? {
-                recorded.lastAgreement(with: sessions, through: shown)
-            }
             // What another writer ID of its replica ID kept of this one (a copy that moved on),
             // and showed the same sessions issued: the same writes. Its runs go on past what it
             // kept, with the sessions under which that copy issued the rest: where they
@@ -117,7 +114,7 @@ extension ReplicatedKeyValueStore {
             let relayed = files.filter { $0.writer != writer }.flatMap(\.relayed).filter { $0.writer == writer }
             var reusedFrom = (mine.map { ($0.sessions, min($0.known[writer], own)) } + relayed.map { ($0.runs, own) })
                 .compactMap { sessions, through in recorded.firstDisagreement(with: sessions, through: through) }.min()
-            let keptByAnother = relayed.compactMap { agreed(with: $0.runs, through: min($0.through, own)) }.max() ?? 0
+            let keptByAnother = relayed.compactMap { recorded.lastAgreement(with: $0.runs, through: min($0.through, own)) }.max() ?? 0
             if writer.base == writer && files.contains(where: { $0.writer != writer && $0.writer.base == writer }) {
                 // What its own files show it wrote, readers took as its: kept (a twin that lagged
                 // may have issued some of those counters too), and so is what the later writer
@@ -132,7 +129,7 @@ extension ReplicatedKeyValueStore {
             }
             // Writes a file shows the same sessions issued are kept, not re-stamped (readers
             // would otherwise hold each twice, and nothing in the folder withdraws the original).
-            let confirmed = max(keptByAnother, mine.compactMap { agreed(with: $0.sessions, through: min($0.known[writer], own)) }.max() ?? 0)
+            let confirmed = max(keptByAnother, mine.compactMap { recorded.lastAgreement(with: $0.sessions, through: min($0.known[writer], own)) }.max() ?? 0)
             return WritePlan(update: .replaceAll(try state.reincarnated(restampingFrom: reusedFrom, keepingThrough: confirmed)), result: true)
         }
     }

@@ -101,8 +101,12 @@ extension ReplicatedMap.Delta {
     /// `Delta(entries: [key: siblings], context: ⋯).encoded()`, without building the
     /// delta (a storage writes one such record per key it changes).
     ///
+    /// - Parameters:
+    ///   - key: The key, spelled as it is written.
+    ///   - siblings: Its siblings, in the order they are written.
+    /// - Returns: The encoded delta.
     /// - Complexity: O(*s*²) in the siblings (a key has few); O(*s* log *s*) past eight.
-    package static func encodedEntry(_ key: String, _ siblings: [Sibling]) -> [UInt8] {
+    package static func encodedEntry(forKey key: String, siblings: [Sibling]) -> [UInt8] {
         guard siblings.count <= 8 else {
             var context = VersionVector()
             for sibling in siblings { context.raise(sibling.dot.replica, to: sibling.dot.counter) }

@@ -466,7 +466,7 @@ public final class SQLiteStorage: Storage {
             if siblings.isEmpty {
                 try delete.run([.text(row)])
             } else {
-                let bytes = ReplicatedMap.Delta.encodedEntry(key, siblings)
+                let bytes = ReplicatedMap.Delta.encodedEntry(forKey: key, siblings: siblings)
                 try insert.run([.text(row), .blob(SQLiteRecord.sealed(bytes, name: row)), stamp])
             }
         }

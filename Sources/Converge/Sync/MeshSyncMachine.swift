@@ -135,10 +135,8 @@ public struct MeshSyncMachine: Hashable, Sendable {
     public mutating func receive(_ message: SyncMessage, as writer: ReplicaID? = nil, holding context: VersionVector? = nil) -> [SyncAction] {
         guard case .gossip(let gossip) = message else { return [.ignore(.unexpected)] }
         guard gossip.account == account else { return [.ignore(.otherAccount(gossip.account))] }
-        // A broadcast (a shared folder's file: no reply wanted, no recipient) is read by
-        // anyone in sequence, and its reader compares its own files' sessions itself
-        // (`checkOwnHistory`): only gossip between two devices is
-        // compared and recorded.
+        // Only gossip between two devices is compared and recorded
+        // (``SyncGossip/isBetweenTwoDevices``).
         let betweenTwo = gossip.isBetweenTwoDevices
         // A broadcast is this device's own only under its current writer ID: another writer
         // ID of its replica ID is an earlier incarnation's (whose writes a restore may have

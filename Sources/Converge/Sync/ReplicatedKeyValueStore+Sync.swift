@@ -345,9 +345,8 @@ extension ReplicatedKeyValueStore {
                         confirmed = tip.counter
                     }
                 }
-                // Only gossip between two devices: a broadcast (a shared folder's file) relays
-                // what a later incarnation kept of an earlier writer ID, which the folder's
-                // own check reads (``checkOwnHistory(_:)``).
+                // Only gossip between two devices (``SyncGossip/isBetweenTwoDevices``): the
+                // folder's own check reads a broadcast's relayed records (``checkOwnHistory(_:)``).
                 if gossip.isBetweenTwoDevices, let record = gossip.relayedSessions.first(where: { $0.writer == state.writerID }) {
                     let held = gossip.delta.context[state.writerID]
                     let first = own.firstDisagreement(with: record.runs, through: min(record.through, issued))
@@ -376,9 +375,9 @@ extension ReplicatedKeyValueStore {
                     // the one before it. Withdraw the counters this store re-stamped, so peers
                     // that took its writes under them drop them and fetch the other copy's: from
                     // the first a peer's record showed issued twice, else from the first
-                    // neither acknowledged nor shown issued by the same session. A peer whose record reaches beyond the counters the store
-                    // issued holds the other copy's writes, and keeps them (see
-                    // ``SessionRecord/holdsWithdrawn(_:)``).
+                    // neither acknowledged nor shown issued by the same session. A peer whose
+                    // record reaches beyond the counters the store issued holds the other
+                    // copy's writes, and keeps them (see ``SessionRecord/holdsWithdrawn(_:)``).
                     meshMachine = state.meshMachine
                     let from = reusedFrom ?? (max(state.acknowledged, confirmed ?? 0) + 1)
                     if let withdrawn = SessionRecord.withdrawn(writer: state.writerID, runs: state.writerSessions, from: from, through: issued) {
