@@ -63,6 +63,13 @@ extension Simulation {
             }
             return
         }
+        if let notWritten = report.notWritten {
+            // The transport read the others' files but could not publish this device's
+            // changes (one key's siblings alone exceed a file): they reach nobody until the
+            // key is written again, which the liveness checker would only see as a stall.
+            self.report(Violation(.sync, "\(devices[d].id) could not write its changes to the folder: \(notWritten)"),
+                        once: "folder-not-written-\(d)")
+        }
         let damaged = Set(folder.damagedPaths(seenBy: d).map(view.describe))
         for name in report.filesTaken {
             if damaged.contains(name) {

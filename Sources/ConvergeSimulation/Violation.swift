@@ -30,7 +30,8 @@ public struct Violation: Codable, Hashable, Sendable, CustomStringConvertible {
         case determinism
         /// A store could not use its storage (reopen, switch account, apply).
         case storage
-        /// A sync message could not be encoded or decoded, or reached the wrong node.
+        /// A sync message could not be encoded or decoded, or reached the wrong node, or a
+        /// device's changes could not be written to the shared folder.
         case sync
         /// A message damaged on the way (a bit flipped by the network) was taken as valid:
         /// what the receiver decoded differs from what was sent.

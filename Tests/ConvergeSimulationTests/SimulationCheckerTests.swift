@@ -303,6 +303,25 @@ struct SimulationCheckerTests {
                               alsoAllowed: [.liveness, .referenceModel, .convergence], "reader taking incomplete snapshots")
     }
 
+    /// Files of 256 bytes and values of at least 100: a key written on two devices at once
+    /// holds two siblings that no file can hold.
+    static let folderTooSmall = SmallScenarios.make("small-folder-too-small") {
+        try $0.set(\.topology, to: .folder)
+        try $0.set(\.folderFileBytes, to: 256)
+        try $0.set(\.keys, to: 3)
+        try $0.set(\.minValueBytes, to: 100)
+        try $0.set(\.maxValueBytes, to: 120)
+    }
+
+    /// A device whose changes the transport could not write (``SharedFolderSync/Report/notWritten``)
+    /// is a finding of its own, not only a stall the liveness checker sees at the end.
+    @Test func syncCheckerReportsChangesTooLargeForAFolderFile() {
+        let violations = SmallScenarios.violations(Self.folderTooSmall, seeds: 0..<2)
+        Self.expectCaught(violations, by: [.sync], "changes too large for a folder file")
+        let messages = violations.joined().filter { $0.kind == .sync }.map(\.message)
+        #expect(!messages.isEmpty && messages.allSatisfy { $0.contains("could not write its changes to the folder") }, "\(messages)")
+    }
+
     static let hubPages = SmallScenarios.make("small-hub-pages") {
         try $0.set(\.hubMessageBytes, to: 300)
         try $0.set(\.keys, to: 30)
