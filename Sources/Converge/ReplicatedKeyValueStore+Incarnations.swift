@@ -9,12 +9,12 @@
 /// replica's writer ID than the store itself prove the reuse.
 ///
 /// The store then starts a new incarnation: it writes as `ID~n` from then on (*n* drawn,
-/// not counted, so two copies never continue under one ID), and re-stamps
-/// under the new writer ID (keeping values and timestamps) every write of its old writer ID
-/// that no peer is known to have acknowledged, nor another record of its writer ID shows
-/// issued by the same session (a peer's relayed record in the mesh; in a shared folder a
-/// file of its own or a later incarnation's: see `checkOwnHistory`), so none of them can
-/// be taken for a write peers have seen. Its context for the old writer ID goes back to what it kept, so
+/// not counted, so two copies never continue under one ID), and re-stamps under the new
+/// writer ID (keeping values and timestamps) every write of its old writer ID that no peer
+/// is known to have acknowledged, nor another record of its writer ID shows issued by the
+/// same session (a peer's relayed record in the mesh; in a shared folder a file of its own
+/// or a later incarnation's: see `checkOwnHistory`), so none of them can be taken for a
+/// write peers have seen. Its context for the old writer ID goes back to what it kept, so
 /// it fetches again the writes of the old ID it lost with the restore.
 /// The message that revealed the reuse was computed for the store's wrong context and is
 /// not applied; the next exchange brings everything. Writes the store re-stamps that peers
