@@ -77,7 +77,7 @@ struct AcknowledgedMinimum: Sendable {
                 lowest[replica]!.members += 1
             }
         }
-        for (replica, counter) in context.counters where lowest[replica] == nil {
+        for (replica, counter) in context.entries where lowest[replica] == nil {
             // Every other member names none of this replica's writes: they sit at 0.
             lowest[replica] = others == 0 ? (counter, 1) : (0, others)
         }
@@ -86,10 +86,10 @@ struct AcknowledgedMinimum: Sendable {
 
     private mutating func change(_ member: ReplicaID, from old: VersionVector, to new: VersionVector) {
         acknowledged[member] = new
-        for (replica, counter) in new.counters where counter != old[replica] {
+        for (replica, counter) in new.entries where counter != old[replica] {
             move(replica, from: old[replica], to: counter)
         }
-        for (replica, counter) in old.counters where new[replica] == 0 {
+        for (replica, counter) in old.entries where new[replica] == 0 {
             move(replica, from: counter, to: 0)
         }
         witnessedCounters[member] = new[member] > 0 ? new[member] : nil

@@ -8,7 +8,7 @@ extension ReplicatedMap.Delta {
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` with ``MalformedInput/Problem/outOfRange``.
     func checkBounds() throws(ConvergeError) {
-        for (replica, counter) in context.counters where counter > Dot.maximumCounter {
+        for (replica, counter) in context.entries where counter > Dot.maximumCounter {
             throw .malformed(.outOfRange, "counter \(counter) of \(replica) exceeds the maximum \(Dot.maximumCounter)")
         }
         try checkTimestamps(notAfter: HybridTimestamp.maximumWallMilliseconds, problem: .outOfRange)

@@ -20,8 +20,8 @@ extension VersionVector {
     /// The bytes ``encode(into:)`` writes, counted without sorting the replicas (what a
     /// size budget needs, at every reply).
     package var encodedSize: Int {
-        var size = BinaryWriter.varintSize(UInt64(counters.count))
-        for (replica, counter) in counters {
+        var size = BinaryWriter.varintSize(UInt64(entries.count))
+        for (replica, counter) in entries {
             let length = replica.rawValue.utf8.count
             size += BinaryWriter.varintSize(UInt64(length)) + length + BinaryWriter.varintSize(counter)
         }
@@ -29,9 +29,8 @@ extension VersionVector {
     }
 
     package func encode(into writer: inout BinaryWriter) {
-        let sorted = sortedEntries
-        writer.writeVarint(UInt64(sorted.count))
-        for entry in sorted {
+        writer.writeVarint(UInt64(entries.count))
+        for entry in entries {
             writer.writeString(entry.replica.rawValue)
             writer.writeVarint(entry.counter)
         }
@@ -42,9 +41,7 @@ extension VersionVector {
     /// - Throws: ``ConvergeError/malformed(_:)`` for invalid or unordered replica IDs,
     ///   zero counters, or more than `limits.maximumReplicas` replicas.
     package init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
-        let ordered = try Self.decodeOrdered(from: &reader, limits: limits)
-        self.init()
-        for entry in ordered { counters[entry.replica] = entry.counter }
+        self.init(sorted: try Self.decodeOrdered(from: &reader, limits: limits))
     }
 
     /// Reads the entries in their encoded (replica) order.

@@ -74,7 +74,7 @@ extension ReplicatedMap {
             used += cost
         }
         var pageContext = VersionVector()
-        for (replica, counter) in context.counters {
+        for (replica, counter) in context.entries {
             let last = stoppedAt[replica].map { $0 - 1 } ?? counter
             if last > 0 { pageContext.raise(replica, to: last) }
         }

@@ -44,7 +44,7 @@ public struct StabilityTracker: Hashable, Sendable {
         guard let first = acknowledged.first else { return safeFrontier }
         // One pass per replica of the first context, so no intermediate vectors are built.
         var lowest: [ReplicaID: UInt64] = [:]
-        replicas: for (replica, counter) in first.value.counters {
+        replicas: for (replica, counter) in first.value.entries {
             var low = counter
             for context in acknowledged.values {
                 low = min(low, context[replica])

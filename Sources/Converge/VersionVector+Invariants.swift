@@ -9,11 +9,15 @@ extension VersionVector {
 
     /// The first broken invariant, described, or `nil`: no counter is zero (a zero counter
     /// is "nothing incorporated", which is represented by absence, so that equal contexts
-    /// are equal values and encode to equal bytes).
+    /// are equal values and encode to equal bytes), and the replicas are in strictly
+    /// increasing order (lookups search them).
     ///
     /// - Complexity: O(*r*) in the number of replicas.
     package func _invariantViolation() -> String? {
-        guard counters.values.contains(0) else { return nil }
-        return "a zero counter for \(counters.filter { $0.value == 0 }.keys.sorted()[0])"
+        if let zero = entries.first(where: { $0.counter == 0 }) { return "a zero counter for \(zero.replica)" }
+        for (before, after) in zip(entries, entries.dropFirst()) where !(before.replica < after.replica) {
+            return "\(before.replica) before \(after.replica), not in increasing order"
+        }
+        return nil
     }
 }

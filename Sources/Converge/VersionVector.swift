@@ -5,78 +5,113 @@
 /// (``sortedEntries``) is in replica order, so it never leaks `Dictionary` order into
 /// encodings or decisions.
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
-    @usableFromInline var counters: [ReplicaID: UInt64]
+    /// The replicas with a non-zero counter, in replica order: a lookup is a binary search
+    /// over a few replicas instead of hashing a string, a join walks both vectors once, and
+    /// the encoding needs no sort.
+    @usableFromInline var entries: [(replica: ReplicaID, counter: UInt64)]
 
     /// The empty context: nothing incorporated.
-    public init() { counters = [:] }
+    public init() { entries = [] }
 
     /// Creates a context from per-replica counters; zero counters are dropped.
     public init(_ counters: [ReplicaID: UInt64]) {
-        self.counters = counters.filter { $0.value > 0 }
+        entries = counters.filter { $0.value > 0 }.map { (replica: $0.key, counter: $0.value) }.sorted { $0.replica < $1.replica }
+    }
+
+    /// Entries already in strictly increasing replica order, with non-zero counters.
+    init(sorted entries: [(replica: ReplicaID, counter: UInt64)]) {
+        self.entries = entries
+        _checkInvariants()
+    }
+
+    /// Where `replica` is in ``entries``, or where it would be inserted.
+    @usableFromInline
+    func position(of replica: ReplicaID) -> (index: Int, found: Bool) {
+        var low = 0, high = entries.count
+        while low < high {
+            let middle = (low + high) / 2
+            let other = entries[middle].replica
+            if other == replica { return (middle, true) }
+            if other < replica { low = middle + 1 } else { high = middle }
+        }
+        return (low, false)
     }
 
     /// The counter of `replica`, 0 if none of its writes has been incorporated.
     @inlinable
     public subscript(replica: ReplicaID) -> UInt64 {
-        counters[replica, default: 0]
+        let (index, found) = position(of: replica)
+        return found ? entries[index].counter : 0
     }
 
     /// Whether the write `dot` is incorporated in this context.
     @inlinable
     public func contains(_ dot: Dot) -> Bool {
-        // A delta from one writer carries a one-replica context: compare without hashing.
-        if counters.count == 1, let only = counters.first {
-            return only.key == dot.replica && only.value >= dot.counter
+        self[dot.replica] >= dot.counter
+    }
+
+    /// Sets the counter of `replica` (0 takes it out).
+    mutating func set(_ replica: ReplicaID, to counter: UInt64) {
+        let (index, found) = position(of: replica)
+        switch (found, counter) {
+        case (true, 0): entries.remove(at: index)
+        case (true, _): entries[index].counter = counter
+        case (false, 0): break
+        case (false, _): entries.insert((replica, counter), at: index)
         }
-        return counters[dot.replica, default: 0] >= dot.counter
     }
 
     /// Records the next write of `replica` and returns its dot.
     @discardableResult
     public mutating func increment(_ replica: ReplicaID) -> Dot {
-        let next = counters[replica, default: 0] + 1
-        counters[replica] = next
+        let next = self[replica] + 1
+        set(replica, to: next)
         _checkInvariants()
         return Dot(replica: replica, counter: next)
     }
 
     /// Raises the counter of `replica` to at least `counter`.
     public mutating func raise(_ replica: ReplicaID, to counter: UInt64) {
-        guard counter > 0 else { return }
-        counters[replica] = max(counters[replica, default: 0], counter)
+        let (index, found) = position(of: replica)
+        if found {
+            if counter > entries[index].counter { entries[index].counter = counter }
+        } else if counter > 0 {
+            entries.insert((replica, counter), at: index)
+        }
         _checkInvariants()
     }
 
-    /// Incorporates `dot`, which must be the next write of its replica (one hash lookup).
+    /// Incorporates `dot`, which must be the next write of its replica (one search).
     mutating func advance(_ dot: Dot) {
-        func increment(_ counter: inout UInt64) -> UInt64 {
-            counter += 1
-            return counter
+        let (index, found) = position(of: dot.replica)
+        if found {
+            entries[index].counter += 1
+            precondition(entries[index].counter == dot.counter, "a planned write must be committed before any other")
+        } else {
+            precondition(dot.counter == 1, "a planned write must be committed before any other")
+            entries.insert((dot.replica, 1), at: index)
         }
-        let counter = increment(&counters[dot.replica, default: 0])
-        precondition(counter == dot.counter, "a planned write must be committed before any other")
         _checkInvariants()
     }
 
     /// Sets the counter of each replica in `counters` (0 takes the replica out), leaving
     /// every other replica's: how a storage applies ``StorageChange/contextCounters``.
     ///
-    /// - Complexity: O(*c*) in the number of counters set, whatever the size of the context.
+    /// - Complexity: O(*c* log *r*) for *c* counters set in a context of *r* replicas, plus
+    ///   moving the replicas after one added or taken out.
     public mutating func setCounters(_ counters: [ReplicaID: UInt64]) {
-        for (replica, counter) in counters {
-            self.counters[replica] = counter == 0 ? nil : counter
-        }
+        for (replica, counter) in counters { set(replica, to: counter) }
         _checkInvariants()
     }
 
     /// The counters of `other` above this context's: what ``setCounters(_:)`` sets to do
     /// what ``formUnion(_:)`` with `other` does.
     ///
-    /// - Complexity: O(*r*), where *r* is the number of replicas in `other`.
+    /// - Complexity: O(*r*) in the replicas of both.
     func raises(toward other: VersionVector) -> [ReplicaID: UInt64] {
         var raised: [ReplicaID: UInt64] = [:]
-        for (replica, counter) in other.counters where counter > counters[replica, default: 0] {
-            raised[replica] = counter
+        Self.walk(self, other) { replica, mine, theirs in
+            if theirs > mine { raised[replica] = theirs }
         }
         return raised
     }
@@ -86,11 +121,32 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Complexity: O(*r*) in the replicas of both.
     func changedCounters(toward other: VersionVector) -> [ReplicaID: UInt64] {
-        var changed = raises(toward: other)
-        for (replica, counter) in counters where other[replica] < counter {
-            changed[replica] = other[replica]
+        var changed: [ReplicaID: UInt64] = [:]
+        Self.walk(self, other) { replica, mine, theirs in
+            if theirs != mine { changed[replica] = theirs }
         }
         return changed
+    }
+
+    /// Calls `body` with each replica of `a` or `b`, in replica order, and its counter in
+    /// each (0 where it has none).
+    @inline(__always)
+    static func walk(_ a: VersionVector, _ b: VersionVector, _ body: (ReplicaID, UInt64, UInt64) -> Void) {
+        var i = 0, j = 0
+        let left = a.entries, right = b.entries
+        while i < left.count || j < right.count {
+            if j == right.count || (i < left.count && left[i].replica < right[j].replica) {
+                body(left[i].replica, left[i].counter, 0)
+                i += 1
+            } else if i == left.count || right[j].replica < left[i].replica {
+                body(right[j].replica, 0, right[j].counter)
+                j += 1
+            } else {
+                body(left[i].replica, left[i].counter, right[j].counter)
+                i += 1
+                j += 1
+            }
+        }
     }
 
     /// A 64-bit FNV-1a digest of the canonical encoding: equal contexts have equal
@@ -105,11 +161,22 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     /// Takes the pointwise maximum with `other` (the join of contexts).
     ///
-    /// - Complexity: O(*r*), where *r* is the number of replicas in `other`.
+    /// - Complexity: O(*r*) in the replicas of both; for an `other` of one or two replicas
+    ///   (a delta from one writer), a search each, plus moving the replicas after one added.
     public mutating func formUnion(_ other: VersionVector) {
-        for (replica, counter) in other.counters where counter > counters[replica, default: 0] {
-            counters[replica] = counter
+        if other.entries.count <= 2 {
+            // A delta from one writer: a search or two, no new array.
+            for entry in other.entries { raise(entry.replica, to: entry.counter) }
+            return
         }
+        if entries.isEmpty {
+            entries = other.entries
+            return
+        }
+        var joined: [(replica: ReplicaID, counter: UInt64)] = []
+        joined.reserveCapacity(max(entries.count, other.entries.count))
+        Self.walk(self, other) { replica, mine, theirs in joined.append((replica, max(mine, theirs))) }
+        entries = joined
         _checkInvariants()
     }
 
@@ -122,35 +189,55 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     /// The pointwise minimum of two contexts: what both have incorporated.
     public func intersection(_ other: VersionVector) -> VersionVector {
-        var result = VersionVector()
-        for (replica, counter) in counters {
-            let shared = min(counter, other[replica])
-            if shared > 0 { result.counters[replica] = shared }
+        var shared: [(replica: ReplicaID, counter: UInt64)] = []
+        Self.walk(self, other) { replica, mine, theirs in
+            if min(mine, theirs) > 0 { shared.append((replica, min(mine, theirs))) }
         }
-        return result
+        return VersionVector(sorted: shared)
     }
 
     /// Whether every write incorporated here is also incorporated in `other`.
     public func isDominated(by other: VersionVector) -> Bool {
-        counters.allSatisfy { other[$0.key] >= $0.value }
+        guard entries.count <= other.entries.count else { return false }
+        var j = 0
+        let right = other.entries
+        for entry in entries {
+            while j < right.count && right[j].replica < entry.replica { j += 1 }
+            guard j < right.count, right[j].replica == entry.replica, right[j].counter >= entry.counter else { return false }
+            j += 1
+        }
+        return true
     }
 
     /// The replicas with a non-zero counter, with their counters, in replica order.
-    public var sortedEntries: [(replica: ReplicaID, counter: UInt64)] {
-        counters.map { (replica: $0.key, counter: $0.value) }.sorted { $0.replica < $1.replica }
-    }
+    public var sortedEntries: [(replica: ReplicaID, counter: UInt64)] { entries }
 
     /// The non-zero counters by replica, unordered: for a storage that hands the whole
     /// context over as a ``StorageChange``, or to build another vector (whose entries do not
     /// depend on the order they were raised in). Never iterate it into an encoding or a
     /// decision that depends on the order.
-    package var counterTable: [ReplicaID: UInt64] { counters }
+    package var counterTable: [ReplicaID: UInt64] {
+        Dictionary(uniqueKeysWithValues: entries.lazy.map { ($0.replica, $0.counter) })
+    }
 
     /// The number of replicas with a non-zero counter.
-    public var count: Int { counters.count }
+    public var count: Int { entries.count }
 
     /// Whether no write is incorporated.
-    public var isEmpty: Bool { counters.isEmpty }
+    public var isEmpty: Bool { entries.isEmpty }
+
+    public static func == (lhs: VersionVector, rhs: VersionVector) -> Bool {
+        lhs.entries.count == rhs.entries.count
+            && zip(lhs.entries, rhs.entries).allSatisfy { $0.replica == $1.replica && $0.counter == $1.counter }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(entries.count)
+        for entry in entries {
+            hasher.combine(entry.replica)
+            hasher.combine(entry.counter)
+        }
+    }
 
     public var description: String {
         "[" + sortedEntries.map { "\($0.replica):\($0.counter)" }.joined(separator: ", ") + "]"

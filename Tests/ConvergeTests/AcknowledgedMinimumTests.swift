@@ -12,7 +12,7 @@ struct AcknowledgedMinimumTests {
     /// The minimum and the witnessed counters of one round, computed from scratch.
     static func fresh(_ round: [ReplicaID: VersionVector]) -> (minimum: VersionVector, witnessed: VersionVector) {
         var replicas: Set<ReplicaID> = []
-        for context in round.values { replicas.formUnion(context.counters.keys) }
+        for context in round.values { replicas.formUnion(context.counterTable.keys) }
         var minimum: [ReplicaID: UInt64] = [:]
         for replica in replicas {
             let low = round.values.map { $0[replica] }.min() ?? 0
@@ -39,7 +39,7 @@ struct AcknowledgedMinimumTests {
                 for _ in 0..<random.next(in: 1...3) {
                     let replica = random.element(of: names)
                     if random.next(below: 8) == 0 {
-                        var counters = context.counters
+                        var counters = context.counterTable
                         counters[replica] = UInt64(random.next(below: Int(context[replica]) + 1))
                         if counters[replica] == 0 { counters[replica] = nil }
                         context = VersionVector(counters)

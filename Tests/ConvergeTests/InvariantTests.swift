@@ -38,8 +38,13 @@ struct InvariantTests {
         #expect(empty._invariantViolation() == "key \"k\" has an empty sibling list")
 
         var zero = Self.sampleMap()
-        zero.context.counters["watch"] = 0
+        zero.context.entries.append((replica: "watch", counter: 0))
         #expect(zero._invariantViolation() == "context: a zero counter for watch")
+
+        // Lookups search the replicas: they must stay in increasing order.
+        var unorderedContext = VersionVector()
+        unorderedContext.entries = [(replica: "watch", counter: 1), (replica: "phone", counter: 1)]
+        #expect(unorderedContext._invariantViolation() == "watch before phone, not in increasing order")
     }
 
     @Test func quotaUsageMustBeConsistent() {

@@ -173,7 +173,7 @@ public struct HubSyncMachine: Sendable {
         }
         try push.delta.checkTimestamps(notAfter: nowMilliseconds.addingSaturating(maximumClockOffsetMilliseconds))
         // Incarnations are bounded as counters are, so a new one is always one past the last.
-        let named = push.delta.context.counters.keys.filter { $0.incarnationNumber > Dot.maximumCounter }
+        let named = push.delta.context.entries.lazy.map(\.replica).filter { $0.incarnationNumber > Dot.maximumCounter }
         if let replica = named.min() {
             throw .malformed(.outOfRange, "a push naming \(replica), whose incarnation exceeds the maximum \(Dot.maximumCounter)")
         }
@@ -546,13 +546,13 @@ public struct HubSyncMachine: Sendable {
     /// device itself) that the hub holds (`holding`, its context) and has not sent the
     /// device (`sent`).
     static func knowsMoreThanSent(_ context: VersionVector, device: ReplicaID, sent: VersionVector, holding: VersionVector) -> Bool {
-        context.counters.contains { replica, counter in replica.base != device.base && min(counter, holding[replica]) > sent[replica] }
+        context.entries.contains { replica, counter in replica.base != device.base && min(counter, holding[replica]) > sent[replica] }
     }
 
     /// The latest incarnation of `base` that `context` holds (`base` itself if none).
     static func latestWriter(of base: ReplicaID, in context: VersionVector) -> ReplicaID {
         var latest: UInt64 = 1
-        for replica in context.counters.keys where replica.base == base { latest = max(latest, replica.incarnationNumber) }
+        for (replica, _) in context.entries where replica.base == base { latest = max(latest, replica.incarnationNumber) }
         return base.incarnation(latest)
     }
 
@@ -572,7 +572,7 @@ public struct HubSyncMachine: Sendable {
     static func writer(of base: ReplicaID, current: ReplicaID?, session: UInt64, in context: VersionVector) -> ReplicaID {
         if let current { return current }
         var highest: UInt64 = 0
-        for replica in context.counters.keys where replica.base == base { highest = max(highest, replica.incarnationNumber) }
+        for (replica, _) in context.entries where replica.base == base { highest = max(highest, replica.incarnationNumber) }
         // A push naming an incarnation past Dot.maximumCounter is refused (check(_:nowMilliseconds:)).
         return base.incarnation(max(session, highest.addingSaturating(1), 1))
     }
@@ -645,7 +645,7 @@ public struct HubSyncMachine: Sendable {
             let kept = siblings.filter { sibling in firstReused[sibling.dot.replica].map { sibling.dot.counter < $0 } ?? true }
             if kept.count != siblings.count { entries[key] = kept.isEmpty ? nil : kept }
         }
-        var counters = delta.context.counters
+        var counters = delta.context.counterTable
         for (replica, first) in firstReused { counters[replica] = min(counters[replica] ?? 0, first - 1) }
         return ReplicatedMap.Delta(entries: entries, context: VersionVector(counters))
     }
@@ -660,7 +660,7 @@ public struct HubSyncMachine: Sendable {
     /// from the hub, or keep them from ever reaching it).
     static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, sent: VersionVector) -> VersionVector {
         var believed = VersionVector()
-        for (replica, counter) in delta.context.counters {
+        for (replica, counter) in delta.context.entries {
             believed.raise(replica, to: replica == device ? counter : min(counter, sent[replica]))
         }
         for siblings in delta.entries.values {

@@ -32,11 +32,11 @@ extension SyncReply {
             for sibling in siblings { named.insert(sibling.dot.replica) }
         }
         var changedContext = VersionVector()
-        for (replica, counter) in delta.context.counterTable where counter != context[replica] || named.contains(replica) {
+        for (replica, counter) in delta.context.entries where counter != context[replica] || named.contains(replica) {
             changedContext.raise(replica, to: counter)
         }
         var changedFrontier = VersionVector()
-        for (replica, counter) in stableFrontier.counterTable where counter != frontier[replica] {
+        for (replica, counter) in stableFrontier.entries where counter != frontier[replica] {
             changedFrontier.raise(replica, to: counter)
         }
         var reply = self
