@@ -86,11 +86,8 @@ struct AcknowledgedMinimum: Sendable {
 
     private mutating func change(_ member: ReplicaID, from old: VersionVector, to new: VersionVector) {
         acknowledged[member] = new
-        for (replica, counter) in new.entries where counter != old[replica] {
-            move(replica, from: old[replica], to: counter)
-        }
-        for (replica, counter) in old.entries where new[replica] == 0 {
-            move(replica, from: counter, to: 0)
+        VersionVector.walk(old, new) { replica, before, after in
+            if before != after { move(replica, from: before, to: after) }
         }
         witnessedCounters[member] = new[member] > 0 ? new[member] : nil
     }

@@ -89,7 +89,7 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
     public static func < (lhs: ReplicaID, rhs: ReplicaID) -> Bool {
         // Replica IDs are ASCII, which `String` compares by its bytes (ASCII text is in
         // normal form already), through a path several times faster than walking the UTF-8
-        // views: version vectors sort their replicas at every encoding.
+        // views: version vectors keep their replicas in this order and search it at every lookup.
         lhs.rawValue < rhs.rawValue
     }
 

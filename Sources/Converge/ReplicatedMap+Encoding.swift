@@ -16,9 +16,7 @@ public struct DecodingLimits: Hashable, Sendable {
 }
 
 extension VersionVector {
-    /// Appends the canonical encoding: the replicas in order, each with its counter.
-    /// The bytes ``encode(into:)`` writes, counted without sorting the replicas (what a
-    /// size budget needs, at every reply).
+    /// The bytes ``encode(into:)`` writes (what a size budget needs, at every reply).
     package var encodedSize: Int {
         var size = BinaryWriter.varintSize(UInt64(entries.count))
         for (replica, counter) in entries {
@@ -28,6 +26,7 @@ extension VersionVector {
         return size
     }
 
+    /// Appends the canonical encoding: the replicas in order, each with its counter.
     package func encode(into writer: inout BinaryWriter) {
         writer.writeVarint(UInt64(entries.count))
         for entry in entries {
@@ -150,8 +149,7 @@ extension ReplicatedMap.Delta {
     ///   or not covered by the context; ``ConvergeError/invalidValue(_:)`` for bad values.
     package init(from reader: inout BinaryReader, limits: DecodingLimits = DecodingLimits()) throws(ConvergeError) {
         let replicas = try VersionVector.decodeOrdered(from: &reader, limits: limits)
-        var context = VersionVector()
-        for entry in replicas { context.raise(entry.replica, to: entry.counter) }
+        let context = VersionVector(sorted: replicas)
         let keyCount = try reader.readCount(limit: limits.maximumKeys, minimumElementBytes: 8)
         var entries: [String: [Sibling]] = [:]
         entries.reserveCapacity(keyCount)

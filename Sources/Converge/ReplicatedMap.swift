@@ -288,8 +288,9 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// store plans a merge with it, commits the change, then puts it in place with
     /// ``replaceEntries(_:settingCounters:)``.
     ///
-    /// - Complexity: O(*k* · *s* + *r*) in the keys and siblings of the delta and the
-    ///   replicas of its context, whatever the size of this state.
+    /// - Complexity: O((*k* · *s* + *r*) log *R*) in the keys and siblings of the delta, the
+    ///   replicas *r* of its context and *R* of this state's, whatever the number of keys
+    ///   this state holds.
     func plannedApply(_ delta: Delta, partialKeys: Set<String> = []) -> (entries: [String: [Sibling]], changedKeys: [String], contextCounters: [ReplicaID: UInt64]) {
         var changed: [String: [Sibling]] = [:]
         for (key, theirs) in delta.entries {
@@ -377,7 +378,8 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// the context (see ``VersionVector/setCounters(_:)``), or the whole context if
     /// `wholeContext`, as a storage records a change. The caller guarantees the invariants hold.
     ///
-    /// - Complexity: O(*k* + *c*) in the keys and counters given, in place.
+    /// - Complexity: O(*k* + *c* log *r*) in the keys and counters given and the replicas of
+    ///   the context, in place.
     mutating func replaceEntries(_ changed: [String: [Sibling]], settingCounters counters: [ReplicaID: UInt64], wholeContext: Bool = false) {
         for (key, siblings) in changed { replaceSiblings(forKey: key, old: entries[key] ?? [], new: siblings) }
         if wholeContext { context = VersionVector(counters) } else { context.setCounters(counters) }

@@ -37,8 +37,8 @@ public struct StabilityTracker: Hashable, Sendable {
     ///
     /// - Parameter acknowledged: Each member's acknowledged context. Must list every
     ///   member: a missing one would make the minimum too high.
-    /// - Complexity: O(*m* · *r* · *c*) for *m* members, *r* replicas per context and *c*
-    ///   remembered candidates.
+    /// - Complexity: O(*m* · *r* · (*c* + log *r*)) for *m* members, *r* replicas per context
+    ///   and *c* remembered candidates.
     @discardableResult
     public mutating func observe(acknowledged: [ReplicaID: VersionVector]) -> VersionVector {
         guard let first = acknowledged.first else { return safeFrontier }

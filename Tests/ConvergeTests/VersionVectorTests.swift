@@ -90,12 +90,32 @@ struct VersionVectorTests {
             for replica in replicas where vector[replica] != oracle[replica] ?? 0 {
                 return "vector[\(replica)] = \(vector[replica]), oracle \(oracle[replica] ?? 0)"
             }
+            for replica in replicas {
+                let counter = oracle[replica] ?? 0
+                if vector.contains(Dot(replica: replica, counter: counter + 1)) { return "contains \(replica):\(counter + 1)" }
+                if counter > 0 && !vector.contains(Dot(replica: replica, counter: counter)) { return "lacks \(replica):\(counter)" }
+            }
+            if vector.counterTable != oracle { return "counterTable \(vector.counterTable) != \(oracle)" }
+            // The same context built another way (in reverse order, one raise at a time): equal, same hash.
+            var rebuilt = VersionVector()
+            for (replica, counter) in expected.reversed() { rebuilt.raise(replica, to: counter) }
+            if rebuilt != vector || rebuilt.hashValue != vector.hashValue || rebuilt.digest != vector.digest {
+                return "rebuilt \(rebuilt) differs from \(vector) (==, hash or digest)"
+            }
             let other = VersionVector(otherCounters)
             let otherOracle = normalized(otherCounters)
             let dominated = oracle.allSatisfy { otherOracle[$0.key] ?? 0 >= $0.value }
             if vector.isDominated(by: other) != dominated { return "isDominated(by: \(other)) != \(dominated)" }
-            let shared = normalized(oracle.reduce(into: [:]) { $0[$1.key] = min($1.value, otherOracle[$1.key] ?? 0) })
-            if vector.intersection(other) != VersionVector(shared) { return "intersection with \(other): \(vector.intersection(other))" }
+            let shared = ordered(oracle.reduce(into: [:]) { $0[$1.key] = min($1.value, otherOracle[$1.key] ?? 0) })
+            let intersection = vector.intersection(other).sortedEntries
+            if intersection.map(\.replica) != shared.map(\.replica) || intersection.map(\.counter) != shared.map(\.counter) {
+                return "intersection with \(other): \(vector.intersection(other))"
+            }
+            let union = vector.union(other).sortedEntries
+            let joined = ordered(oracle.merging(otherOracle) { max($0, $1) })
+            if union.map(\.replica) != joined.map(\.replica) || union.map(\.counter) != joined.map(\.counter) {
+                return "union with \(other): \(vector.union(other))"
+            }
             let raised = otherOracle.filter { $0.value > oracle[$0.key] ?? 0 }
             if vector.raises(toward: other) != raised { return "raises(toward: \(other)) != \(raised)" }
             var changed = raised
@@ -122,9 +142,10 @@ struct VersionVectorTests {
         expectHolds(Self.matchesTheOracle())
     }
 
-    /// The property catches a join that appends the other vector's replicas unsorted.
+    /// The property catches a join that appends the other vector's replicas unsorted, by
+    /// the order check.
     @Test func catchesAJoinThatAppendsUnsorted() {
-        expectCaught(Self.matchesTheOracle(formUnion: { vector, other in
+        let failure = Self.matchesTheOracle(formUnion: { vector, other in
             // Set directly: a mutating method would trap on the broken order (debug invariants).
             for entry in other.sortedEntries.reversed() {
                 if let index = vector.entries.firstIndex(where: { $0.replica == entry.replica }) {
@@ -133,6 +154,8 @@ struct VersionVectorTests {
                     vector.entries.append(entry)
                 }
             }
-        }, cases: 500))
+        }, cases: 500)
+        expectCaught(failure)
+        #expect(failure?.message.contains("not in increasing order") == true, "\(String(describing: failure))")
     }
 }

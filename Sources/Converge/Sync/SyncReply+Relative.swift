@@ -31,17 +31,18 @@ extension SyncReply {
         for siblings in delta.entries.values {
             for sibling in siblings { named.insert(sibling.dot.replica) }
         }
-        var changedContext = VersionVector()
-        for (replica, counter) in delta.context.entries where counter != context[replica] || named.contains(replica) {
-            changedContext.raise(replica, to: counter)
+        // Both walks go in replica order, so each builds its vector in order.
+        var changedContext: [(replica: ReplicaID, counter: UInt64)] = []
+        VersionVector.walk(context, delta.context) { replica, known, counter in
+            if counter > 0 && (counter != known || named.contains(replica)) { changedContext.append((replica, counter)) }
         }
-        var changedFrontier = VersionVector()
-        for (replica, counter) in stableFrontier.entries where counter != frontier[replica] {
-            changedFrontier.raise(replica, to: counter)
+        var changedFrontier: [(replica: ReplicaID, counter: UInt64)] = []
+        VersionVector.walk(frontier, stableFrontier) { replica, known, counter in
+            if counter > 0 && counter != known { changedFrontier.append((replica, counter)) }
         }
         var reply = self
-        reply.delta.context = changedContext
-        reply.stableFrontier = changedFrontier
+        reply.delta.context = VersionVector(sorted: changedContext)
+        reply.stableFrontier = VersionVector(sorted: changedFrontier)
         reply.relativeTo = digest
         return reply
     }
