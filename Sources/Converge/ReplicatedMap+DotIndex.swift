@@ -109,23 +109,60 @@ extension ReplicatedMap {
             }
         }
 
-        private(set) var runs: [ReplicaID: Run] = [:]
+        /// The replicas that wrote, in the order the index first met them; each one's run is
+        /// at the same position of ``replicaRuns``.
+        private(set) var replicas: [ReplicaID] = []
+        private(set) var replicaRuns: [Run] = []
+        /// Where each replica's run is.
+        private var positions: [ReplicaID: Int] = [:]
+        /// The position of the run written to last: a store's own writes, and a delta's from
+        /// one writer, all go to one run, found again without hashing its replica ID.
+        private var lastPosition = 0
         /// How many entries the runs hold, stale ones included.
         private(set) var count = 0
+
+        /// Every replica with its run.
+        var runs: Zip2Sequence<[ReplicaID], [Run]> { zip(replicas, replicaRuns) }
+
+        /// Whether each replica has one run and the table of positions finds it.
+        var findsEveryRun: Bool {
+            replicas.count == replicaRuns.count && positions.count == replicas.count
+                && replicas.indices.allSatisfy { positions[replicas[$0]] == $0 }
+        }
 
         /// An index of every sibling of `entries`.
         init(_ entries: [String: [Sibling]] = [:]) {
             for (key, siblings) in entries {
                 for sibling in siblings {
-                    runs[sibling.dot.replica, default: Run()].appendUnsorted(Write(counter: sibling.dot.counter, key: key))
+                    replicaRuns[position(of: sibling.dot.replica)].appendUnsorted(Write(counter: sibling.dot.counter, key: key))
                     count += 1
                 }
             }
-            for replica in runs.keys { runs[replica]!.sort() }
+            for position in replicaRuns.indices { replicaRuns[position].sort() }
+        }
+
+        /// The position of `replica`'s run, which is added (empty) if it has none.
+        private mutating func position(of replica: ReplicaID) -> Int {
+            if lastPosition < replicas.count && replicas[lastPosition] == replica { return lastPosition }
+            if let found = positions[replica] {
+                lastPosition = found
+                return found
+            }
+            lastPosition = replicas.count
+            positions[replica] = lastPosition
+            replicas.append(replica)
+            replicaRuns.append(Run())
+            return lastPosition
+        }
+
+        /// Swaps which replica two positions name, leaving the table of positions as it was:
+        /// for the test that shows ``ReplicatedMap/_dotIndexViolation()`` catches it.
+        mutating func _swapReplicas(_ first: Int, _ second: Int) {
+            replicas.swapAt(first, second)
         }
 
         mutating func insert(_ dot: Dot, forKey key: String) {
-            runs[dot.replica, default: Run()].append(Write(counter: dot.counter, key: key))
+            replicaRuns[position(of: dot.replica)].append(Write(counter: dot.counter, key: key))
             count += 1
         }
 
@@ -173,7 +210,8 @@ extension ReplicatedMap {
     }
 
     /// The index's own invariants, too costly to check after every mutation: every sibling
-    /// has an entry, each run's arrays are sorted and its levels shrink, stale entries are bounded, and the
+    /// has an entry, every replica's run is found at its position, each run's arrays are
+    /// sorted and its levels shrink, stale entries are bounded, and the
     /// keys that hold only tombstones are exactly the ones ``_tombstoneKeys`` names. Checked by
     /// the tests that compare ``delta(for:)`` with a full scan.
     ///
@@ -181,6 +219,7 @@ extension ReplicatedMap {
     func _dotIndexViolation() -> String? {
         struct Entry: Hashable { var dot: Dot; var key: String }
         var indexed: Set<Entry> = []
+        if !_dotIndex.findsEveryRun { return "the dot index does not find every replica's run at its position" }
         for (replica, run) in _dotIndex.runs {
             for write in run.writes { indexed.insert(Entry(dot: Dot(replica: replica, counter: write.counter), key: write.key)) }
             for level in run.levels + [run.pending] {

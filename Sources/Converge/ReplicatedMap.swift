@@ -181,7 +181,7 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// it; the caller checks once at the end.
     mutating func commitWrite(_ sibling: Sibling, forKey key: String) {
         context.advance(sibling.dot)
-        replaceSiblings(forKey: key, old: entries[key] ?? [], new: [sibling])
+        replaceSiblings(forKey: key, with: [sibling])
     }
 
     /// Replaces every sibling of `key` with copies of `siblings`, each re-issued as a new
@@ -198,7 +198,7 @@ public struct ReplicatedMap: Hashable, Sendable {
             context.advance(dot)
             reissued.append(sibling.restamped(dot))
         }
-        replaceSiblings(forKey: key, old: entries[key] ?? [], new: reissued)
+        replaceSiblings(forKey: key, with: reissued)
         return reissued
     }
 
@@ -220,13 +220,13 @@ public struct ReplicatedMap: Hashable, Sendable {
     public mutating func join(_ other: ReplicatedMap, keys span: KeySpan = .all) -> [String] {
         var changed: [String] = []
         // Where the other side has no sibling, ours survive unless it has seen them.
-        var pruned: [(key: String, old: [Sibling], kept: [Sibling])] = []
+        var pruned: [(key: String, kept: [Sibling])] = []
         for (key, ours) in entries where other.entries[key] == nil && (span == .all || span.contains(key)) {
             let kept = ours.filter { !other.context.contains($0.dot) }
-            if kept.count != ours.count { pruned.append((key, ours, kept)) }
+            if kept.count != ours.count { pruned.append((key, kept)) }
         }
-        for (key, old, kept) in pruned {
-            replaceSiblings(forKey: key, old: old, new: kept)
+        for (key, kept) in pruned {
+            replaceSiblings(forKey: key, with: kept)
             changed.append(key)
         }
         for (key, theirs) in other.entries where span == .all || span.contains(key) {
@@ -381,15 +381,17 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// - Complexity: O(*k* + *c* log *r*) in the keys and counters given and the replicas of
     ///   the context, in place.
     mutating func replaceEntries(_ changed: [String: [Sibling]], settingCounters counters: [ReplicaID: UInt64], wholeContext: Bool = false) {
-        for (key, siblings) in changed { replaceSiblings(forKey: key, old: entries[key] ?? [], new: siblings) }
+        for (key, siblings) in changed { replaceSiblings(forKey: key, with: siblings) }
         if wholeContext { context = VersionVector(counters) } else { context.setCounters(counters) }
         _checkInvariants()
     }
 
-    private mutating func replaceSiblings(forKey key: String, old: [Sibling], new: [Sibling]) {
+    /// Replaces the siblings of `key` with `new` (an empty list removes the key), finding
+    /// the old ones in the same lookup that stores the new ones: one hash of the key.
+    private mutating func replaceSiblings(forKey key: String, with new: [Sibling]) {
+        let old = (new.isEmpty ? _entries.removeValue(forKey: key) : _entries.updateValue(new, forKey: key)) ?? []
         usage.remove(old)
         usage.add(new)
-        _entries[key] = new.isEmpty ? nil : new
         reindex(forKey: key, old: old, new: new)
     }
 

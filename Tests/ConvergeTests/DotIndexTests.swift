@@ -105,6 +105,22 @@ struct DotIndexTests {
         #expect(map._collectableKeysByScanning(stableFrontier: map.context) == ["gone"])
     }
 
+    /// The index finds a replica's run through a table of positions (and the last position
+    /// written to); a table that names another replica's run is caught, and the delta then
+    /// differs from the scan: a peer would be sent one writer's writes for another's.
+    @Test func aRunFoundForTheWrongReplicaIsCaught() {
+        var map = ReplicatedMap()
+        for index in 0..<6 {
+            map.write(.integer(Int64(index)), forKey: "key-\(index)", replica: index % 2 == 0 ? "a" : "b",
+                      timestamp: HybridTimestamp(wallMilliseconds: 1, logical: UInt32(index)))
+        }
+        let peer = VersionVector(["a": 1, "b": 3])
+        #expect(Self.mismatch(map, peer) == nil)
+        map._dotIndex._swapReplicas(0, 1)
+        #expect(map._dotIndexViolation() == "the dot index does not find every replica's run at its position")
+        #expect(map.delta(for: peer) != map._deltaByScanning(for: peer))
+    }
+
     /// A run of the index takes writes in any order; a search above a counter finds exactly
     /// the writes above it, whether they sit in the main array or in a level.
     @Test(arguments: 0..<20)
