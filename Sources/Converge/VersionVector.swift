@@ -69,8 +69,15 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// Records the next write of `replica` and returns its dot.
     @discardableResult
     public mutating func increment(_ replica: ReplicaID) -> Dot {
-        let next = self[replica] + 1
-        set(replica, to: next)
+        let (index, found) = position(of: replica)
+        let next: UInt64
+        if found {
+            next = entries[index].counter + 1
+            entries[index].counter = next
+        } else {
+            next = 1
+            entries.insert((replica, next), at: index)
+        }
         _checkInvariants()
         return Dot(replica: replica, counter: next)
     }

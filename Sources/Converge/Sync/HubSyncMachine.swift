@@ -659,10 +659,20 @@ public struct HubSyncMachine: Sendable {
     /// cannot claim to have seen writes it was never sent, and so suppress them (drop them
     /// from the hub, or keep them from ever reaching it).
     static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, sent: VersionVector) -> VersionVector {
-        var believed = VersionVector()
-        for (replica, counter) in delta.context.entries {
-            believed.raise(replica, to: replica == device ? counter : min(counter, sent[replica]))
+        // Replica by replica, in order: one walk of both vectors (or a search of `sent` for
+        // each claimed replica, when the claim names far fewer), not a search of each.
+        var claimed: [(replica: ReplicaID, counter: UInt64)] = []
+        claimed.reserveCapacity(delta.context.count)
+        func keep(_ replica: ReplicaID, _ counter: UInt64, _ given: UInt64) {
+            let kept = replica == device ? counter : min(counter, given)
+            if kept > 0 { claimed.append((replica, kept)) }
         }
+        if delta.context.isSmall(beside: sent) {
+            for (replica, counter) in delta.context.entries { keep(replica, counter, sent[replica]) }
+        } else {
+            VersionVector.walk(delta.context, sent, keep)
+        }
+        var believed = VersionVector(sorted: claimed)
         for siblings in delta.entries.values {
             for sibling in siblings { believed.raise(sibling.dot.replica, to: sibling.dot.counter) }
         }
