@@ -134,7 +134,7 @@ extension ReplicatedMap {
         init(_ entries: [String: [Sibling]] = [:]) {
             for (key, siblings) in entries {
                 for sibling in siblings {
-                    replicaRuns[position(of: sibling.dot.replica)].appendUnsorted(Write(counter: sibling.dot.counter, key: key))
+                    replicaRuns[runPosition(addingIfAbsent: sibling.dot.replica)].appendUnsorted(Write(counter: sibling.dot.counter, key: key))
                     count += 1
                 }
             }
@@ -142,7 +142,7 @@ extension ReplicatedMap {
         }
 
         /// The position of `replica`'s run, which is added (empty) if it has none.
-        private mutating func position(of replica: ReplicaID) -> Int {
+        private mutating func runPosition(addingIfAbsent replica: ReplicaID) -> Int {
             if lastPosition < replicas.count && replicas[lastPosition] == replica { return lastPosition }
             if let found = positions[replica] {
                 lastPosition = found
@@ -162,7 +162,7 @@ extension ReplicatedMap {
         }
 
         mutating func insert(_ dot: Dot, forKey key: String) {
-            replicaRuns[position(of: dot.replica)].append(Write(counter: dot.counter, key: key))
+            replicaRuns[runPosition(addingIfAbsent: dot.replica)].append(Write(counter: dot.counter, key: key))
             count += 1
         }
 

@@ -107,7 +107,7 @@ struct DotIndexTests {
 
     /// The index finds a replica's run through a table of positions (and the last position
     /// written to); a table that names another replica's run is caught, and the delta then
-    /// differs from the scan: a peer would be sent one writer's writes for another's.
+    /// differs from the scan: it leaves out writes the peer lacks.
     @Test func aRunFoundForTheWrongReplicaIsCaught() {
         var map = ReplicatedMap()
         for index in 0..<6 {

@@ -1,4 +1,5 @@
 @testable import Converge
+import ConvergeSimulation
 import Testing
 
 /// Counters, clocks and contexts from peers and hubs are bounded: no input makes a replica
@@ -145,6 +146,33 @@ import Testing
                                         context: VersionVector(["a": 9, "b": 9, "c": 9, "d": 4, "d~2": 3, "hub~5": 2]))
         let believed = HubSyncMachine.believable(delta, from: "d", sent: VersionVector(["a": 3, "b": 20]))
         #expect(believed == VersionVector(["a": 3, "b": 9, "c": 7, "d": 4]))
+    }
+
+    /// What the hub believes is, replica by replica, the claim capped by what it sent (the
+    /// device's own counters uncapped), raised by the writes the push carries: checked
+    /// against that definition on random contexts, both when the hub walks the two vectors
+    /// and when it searches `sent` for a claim of few replicas.
+    @Test(arguments: [2, 40, 400])
+    func theHubBelievesReplicaByReplica(sentReplicas: Int) {
+        var random = Xoshiro256StarStar(seed: UInt64(sentReplicas))
+        let pool = (0..<sentReplicas).map { ReplicaID("r\($0)")! } + ["device"]
+        for round in 0..<100 {
+            func vector(_ count: Int) -> VersionVector {
+                var vector = VersionVector()
+                for _ in 0..<count { vector.raise(pool[random.next(below: pool.count)], to: UInt64(random.next(in: 1...9))) }
+                return vector
+            }
+            let claimed = vector(random.next(in: 0...(round % 2 == 0 ? 3 : sentReplicas))), sent = vector(sentReplicas)
+            let writer = pool[random.next(below: pool.count)]
+            let carried = Sibling(dot: Dot(replica: writer, counter: UInt64(random.next(in: 1...12))), timestamp: .zero, value: nil)
+            let delta = ReplicatedMap.Delta(entries: ["k": [carried]], context: claimed)
+            var expected = VersionVector()
+            for replica in pool {
+                expected.raise(replica, to: replica == "device" ? claimed[replica] : min(claimed[replica], sent[replica]))
+            }
+            expected.raise(carried.dot.replica, to: carried.dot.counter)
+            #expect(HubSyncMachine.believable(delta, from: "device", sent: sent) == expected, "round \(round): claimed \(claimed), sent \(sent)")
+        }
     }
 
     @Test func aDeviceWithTheHubsIDOrAClockFarAheadIsRefusedAndChangesNothing() throws {

@@ -658,6 +658,10 @@ public struct HubSyncMachine: Sendable {
     /// In the hub topology a device learns others' writes only from the hub, so a device
     /// cannot claim to have seen writes it was never sent, and so suppress them (drop them
     /// from the hub, or keep them from ever reaching it).
+    ///
+    /// - Complexity: O(*c* + *s*) in the replicas of the push's context and of `sent`, or
+    ///   O(*c* log *s*) when the context names far fewer; plus O(*e* log *r*) for the *e*
+    ///   writes the push carries.
     static func believable(_ delta: ReplicatedMap.Delta, from device: ReplicaID, sent: VersionVector) -> VersionVector {
         // Replica by replica, in order: one walk of both vectors (or a search of `sent` for
         // each claimed replica, when the claim names far fewer), not a search of each.
