@@ -10,6 +10,10 @@
 /// the replica scanned across the members again, which every member must have acknowledged
 /// past, so the scan is paid for by as many acknowledgements.
 ///
+/// The minimum and what the members witnessed are kept as version vectors beside the
+/// counts, each changed where a member's acknowledgement moved it, so that reading them
+/// costs nothing (building them afresh sorted every replica, at every push).
+///
 /// A replica absent from a context counts as 0. Nothing here depends on the order of a
 /// dictionary.
 struct AcknowledgedMinimum: Sendable {
@@ -17,24 +21,16 @@ struct AcknowledgedMinimum: Sendable {
     private(set) var acknowledged: [ReplicaID: VersionVector] = [:]
     /// For every replica any member has acknowledged a write of: the lowest counter any
     /// member acknowledged (0 for a member that names none) and how many members hold it.
+    /// Changed through ``setLowest(_:to:)`` only, which keeps ``minimum`` beside it.
     private var lowest: [ReplicaID: (counter: UInt64, members: Int)] = [:]
-    /// What each member acknowledged of its own writes, where that is any.
-    private(set) var witnessedCounters: [ReplicaID: UInt64] = [:]
+    /// The pointwise minimum of the acknowledged contexts: the non-zero counters of `lowest`.
+    private(set) var minimum = VersionVector()
+    /// What each member acknowledged of its own writes.
+    private(set) var witnessed = VersionVector()
     /// Broken on purpose, for the test that shows the comparison with a fresh minimum
     /// catches it: when the last member at a replica's minimum moves up, keeps the old
     /// minimum instead of scanning for the new one (too low: collection stalls).
     var _neverRescans = false
-
-    /// The pointwise minimum of the acknowledged contexts.
-    var minimum: VersionVector {
-        var counters: [ReplicaID: UInt64] = [:]
-        counters.reserveCapacity(lowest.count)
-        for (replica, low) in lowest where low.counter > 0 { counters[replica] = low.counter }
-        return VersionVector(counters)
-    }
-
-    /// What each member acknowledged of its own writes.
-    var witnessed: VersionVector { VersionVector(witnessedCounters) }
 
     /// Takes one round of acknowledgements, one per member (every member listed), comparing
     /// each with the last round's: O(*m* · *r*) when the contexts are equal but not shared.
@@ -56,9 +52,10 @@ struct AcknowledgedMinimum: Sendable {
     /// Forgets `member` (one that left).
     mutating func remove(_ member: ReplicaID) {
         guard let context = acknowledged.removeValue(forKey: member) else { return }
-        witnessedCounters[member] = nil
+        witnessed.set(member, to: 0)
         if acknowledged.isEmpty {
             lowest = [:]
+            minimum = VersionVector()
             return
         }
         for (replica, low) in lowest where context[replica] == low.counter {
@@ -72,16 +69,16 @@ struct AcknowledgedMinimum: Sendable {
         for (replica, low) in lowest {
             let counter = context[replica]
             if counter < low.counter {
-                lowest[replica] = (counter, 1)
+                setLowest(replica, to: (counter, 1))
             } else if counter == low.counter {
                 lowest[replica]!.members += 1
             }
         }
         for (replica, counter) in context.entries where lowest[replica] == nil {
             // Every other member names none of this replica's writes: they sit at 0.
-            lowest[replica] = others == 0 ? (counter, 1) : (0, others)
+            setLowest(replica, to: others == 0 ? (counter, 1) : (0, others))
         }
-        witnessedCounters[member] = context[member] > 0 ? context[member] : nil
+        witnessed.set(member, to: context[member])
     }
 
     private mutating func change(_ member: ReplicaID, from old: VersionVector, to new: VersionVector) {
@@ -89,7 +86,7 @@ struct AcknowledgedMinimum: Sendable {
         VersionVector.walk(old, new) { replica, before, after in
             if before != after { move(replica, from: before, to: after) }
         }
-        witnessedCounters[member] = new[member] > 0 ? new[member] : nil
+        witnessed.set(member, to: new[member])
     }
 
     /// One member's counter for `replica` went from `old` to `new` (they differ).
@@ -97,7 +94,7 @@ struct AcknowledgedMinimum: Sendable {
         guard var low = lowest[replica] else {
             // A replica no member named before: the others sit at 0.
             let others = acknowledged.count - 1
-            lowest[replica] = others == 0 ? (new, 1) : (0, others)
+            setLowest(replica, to: others == 0 ? (new, 1) : (0, others))
             return
         }
         if old == low.counter { low.members -= 1 }
@@ -106,7 +103,7 @@ struct AcknowledgedMinimum: Sendable {
         } else if new == low.counter {
             low.members += 1
         }
-        lowest[replica] = low
+        setLowest(replica, to: low)
         if low.members == 0 { rescan(replica) }
     }
 
@@ -125,6 +122,13 @@ struct AcknowledgedMinimum: Sendable {
                 low.members += 1
             }
         }
-        lowest[replica] = low.members == 0 ? nil : low
+        setLowest(replica, to: low.members == 0 ? nil : low)
+    }
+
+    /// Sets the lowest counter of `replica` and how many members hold it (`nil`: no member
+    /// names it), and the replica's counter in ``minimum`` with it.
+    private mutating func setLowest(_ replica: ReplicaID, to low: (counter: UInt64, members: Int)?) {
+        let before = if let low { lowest.updateValue(low, forKey: replica) } else { lowest.removeValue(forKey: replica) }
+        if before?.counter != low?.counter { minimum.set(replica, to: low?.counter ?? 0) }
     }
 }

@@ -223,6 +223,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// Whether every write incorporated here is also incorporated in `other`.
     public func isDominated(by other: VersionVector) -> Bool {
         guard entries.count <= other.entries.count else { return false }
+        if entries.count == other.entries.count && sharesStorage(with: other) { return true }
         var j = 0
         let right = other.entries
         for entry in entries {
@@ -252,9 +253,17 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     // Written out because tuples cannot be `Equatable`: entries are in canonical form
     // (sorted, no zero counter), so equal contexts have equal entries, element by element.
+    // Copies of one vector share their entries' storage, and are equal without a look at them.
     public static func == (lhs: VersionVector, rhs: VersionVector) -> Bool {
         lhs.entries.count == rhs.entries.count
-            && zip(lhs.entries, rhs.entries).allSatisfy { $0.replica == $1.replica && $0.counter == $1.counter }
+            && (lhs.sharesStorage(with: rhs)
+                || zip(lhs.entries, rhs.entries).allSatisfy { $0.replica == $1.replica && $0.counter == $1.counter })
+    }
+
+    /// Whether this vector's entries are stored where `other`'s are (one is a copy of the other).
+    @inline(__always)
+    func sharesStorage(with other: VersionVector) -> Bool {
+        entries.withUnsafeBufferPointer { $0.baseAddress } == other.entries.withUnsafeBufferPointer { $0.baseAddress }
     }
 
     public func hash(into hasher: inout Hasher) {

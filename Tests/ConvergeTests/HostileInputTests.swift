@@ -175,6 +175,42 @@ import Testing
         }
     }
 
+    /// A push shows the device learnt from a lost hub exactly when, for some replica that is
+    /// not an incarnation of the device, it claims more than the hub sent it of writes the
+    /// hub holds: checked against that definition on random contexts, both when the hub
+    /// walks the claim beside what it sent and when it searches for a claim of few replicas.
+    @Test(arguments: [2, 40, 400])
+    func aClaimBeyondWhatWasSentIsFoundReplicaByReplica(sentReplicas: Int) {
+        var random = Xoshiro256StarStar(seed: UInt64(sentReplicas) &+ 7)
+        let pool = (0..<sentReplicas).map { ReplicaID("r\($0)")! } + ["device", "device~2"]
+        var found = 0
+        for round in 0..<200 {
+            func vector(_ count: Int, upTo highest: Int) -> VersionVector {
+                var vector = VersionVector()
+                for _ in 0..<count { vector.raise(pool[random.next(below: pool.count)], to: UInt64(random.next(in: 1...highest))) }
+                return vector
+            }
+            // The hub holds what it sent and a few writes more.
+            let sent = vector(sentReplicas, upTo: 9), unsent = vector(random.next(in: 0...3), upTo: 12), holding = sent.union(unsent)
+            // Within what was sent (all of it, or a few replicas), and now and then some of
+            // the writes the hub holds and did not send, or a write the hub does not hold.
+            var claimed = VersionVector()
+            for (replica, counter) in sent.sortedEntries where random.next(below: 2) == 0 { claimed.raise(replica, to: counter) }
+            if round % 2 == 0 { claimed = vector(random.next(in: 0...3), upTo: 9) }
+            if random.next(below: 2) == 0 {
+                for (replica, counter) in unsent.sortedEntries where random.next(below: 2) == 0 { claimed.raise(replica, to: counter) }
+            }
+            if random.next(below: 4) == 0 { claimed.raise(pool[random.next(below: pool.count)], to: UInt64(random.next(in: 1...12))) }
+            let expected = pool.contains { replica in
+                replica.base != "device" && min(claimed[replica], holding[replica]) > sent[replica]
+            }
+            if expected { found += 1 }
+            #expect(HubSyncMachine.knowsMoreThanSent(claimed, device: "device", sent: sent, holding: holding) == expected,
+                    "round \(round): claimed \(claimed), sent \(sent), holding \(holding)")
+        }
+        #expect(found > 10 && found < 190, "\(found) of 200 rounds claim more than was sent: too few of one answer")
+    }
+
     @Test func aDeviceWithTheHubsIDOrAClockFarAheadIsRefusedAndChangesNothing() throws {
         var hub = HubSyncMachine()
         let impostor = SyncPush(account: .default, device: "hub", delta: Self.writes("hub", ["k"]))

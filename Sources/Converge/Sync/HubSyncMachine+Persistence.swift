@@ -175,6 +175,7 @@ extension HubSyncMachine {
             }
         }
         accounts[account] = state
+        retirementDue = nil // its members were last seen when it was stored
     }
 
     /// This machine as a new process would load it from storage: every account encoded and

@@ -27,6 +27,11 @@ public struct HubSyncMachine: Sendable {
     /// ``SyncMessage/maximumEncodedBytes``; a transport may ask for less.
     public var maximumReplyBytes = SyncMessage.maximumEncodedBytes
     var accounts: [AccountID: AccountState] = [:]
+    /// No member of any account has been silent long enough to retire before this time:
+    /// until then a push retires no one without a look at every member. Set when every
+    /// member is looked at, lowered when a member is seen earlier (a clock set back), and
+    /// `nil` (not known) until the first look and after a state is restored.
+    var retirementDue: UInt64?
     /// The incarnation of ``hubID`` this machine writes compensating writes under, at
     /// least (see ``writer(of:current:session:in:)``): 1 (``hubID`` itself) for a
     /// machine that starts from nothing; a machine that loads stored states takes a number
@@ -301,6 +306,7 @@ public struct HubSyncMachine: Sendable {
         if !push.moreToCome && push.fullStateKeys == nil { member.acknowledged = push.delta.context }
         state.members[push.device] = member
         state.members[push.device]!.lastSeenMilliseconds = nowMilliseconds
+        retirementDue = retirementDue.map { min($0, nowMilliseconds.addingSaturating(retirementIntervalMilliseconds)) }
         let frontier = collect(&state, changed: [push.device])
         let lost = _hidesLostWrites ? VersionVector() : Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account,
@@ -545,8 +551,25 @@ public struct HubSyncMachine: Sendable {
     /// Whether a push's `context` holds writes of other replicas (not incarnations of the
     /// device itself) that the hub holds (`holding`, its context) and has not sent the
     /// device (`sent`).
+    ///
+    /// - Complexity: O(*r*) in the replicas of `context` and `sent` (a search per replica of
+    ///   `context` when it is far smaller), plus a search of `holding` per replica whose
+    ///   counter in `context` is above what was sent.
     static func knowsMoreThanSent(_ context: VersionVector, device: ReplicaID, sent: VersionVector, holding: VersionVector) -> Bool {
-        context.entries.contains { replica, counter in replica.base != device.base && min(counter, holding[replica]) > sent[replica] }
+        func beyondSent(_ replica: ReplicaID, _ counter: UInt64, sent: UInt64) -> Bool {
+            counter > sent && min(counter, holding[replica]) > sent && replica.base != device.base
+        }
+        if context.isSmall(beside: sent) {
+            return context.entries.contains { replica, counter in beyondSent(replica, counter, sent: sent[replica]) }
+        }
+        let sentEntries = sent.entries
+        var next = 0
+        for (replica, counter) in context.entries {
+            while next < sentEntries.count && sentEntries[next].replica < replica { next += 1 }
+            let sentCounter = next < sentEntries.count && sentEntries[next].replica == replica ? sentEntries[next].counter : 0
+            if beyondSent(replica, counter, sent: sentCounter) { return true }
+        }
+        return false
     }
 
     /// The latest incarnation of `base` that `context` holds (`base` itself if none).
@@ -694,14 +717,23 @@ public struct HubSyncMachine: Sendable {
     /// Retires the members silent for longer than the retirement interval.
     ///
     /// - Returns: The retired members, by account, in order.
+    /// - Complexity: O(1) until the first member may be due (the machine remembers when),
+    ///   then O(*m* + *a* log *a*) for *m* members of *a* accounts.
     @discardableResult
     public mutating func retireSilentMembers(nowMilliseconds: UInt64) -> [(account: AccountID, device: ReplicaID)] {
+        if let due = retirementDue, nowMilliseconds <= due { return [] }
         var retired: [(AccountID, ReplicaID)] = []
+        var due = UInt64.max
         for account in accounts.keys.sorted() {
             var state = accounts[account]!
-            let silent = state.members.filter { nowMilliseconds > $0.value.lastSeenMilliseconds &+ retirementIntervalMilliseconds }
-                .keys.sorted()
+            var silent: [ReplicaID] = []
+            for (device, member) in state.members {
+                // Saturating: an interval too long to add to a time never runs out.
+                let deadline = member.lastSeenMilliseconds.addingSaturating(retirementIntervalMilliseconds)
+                if nowMilliseconds > deadline { silent.append(device) } else { due = min(due, deadline) }
+            }
             guard !silent.isEmpty else { continue }
+            silent.sort()
             accounts[account] = nil // not shared while it changes: see receive
             for device in silent {
                 state.retired[device] = state.members[device]!.lastReplyContext
@@ -712,6 +744,7 @@ public struct HubSyncMachine: Sendable {
             accounts[account] = state
             _checkInvariants(of: account)
         }
+        retirementDue = due
         return retired
     }
 
