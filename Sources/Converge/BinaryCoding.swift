@@ -136,7 +136,12 @@ package struct BinaryReader {
     package mutating func readString(limit: Int = .max) throws(ConvergeError) -> String {
         let start = offset
         let raw = try readBytes(limit: limit)
-        guard let text = String(validating: raw, as: UTF8.self) else {
+        // Decoding repairs invalid UTF-8 (each ill-formed sequence becomes U+FFFD), so the
+        // bytes are valid exactly when the text is made of them unchanged. Not
+        // `String(validating:as:)`, which is generic at run time: its type metadata cost more
+        // than the decoding of a replica ID.
+        let text = raw.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
+        guard text.utf8.elementsEqual(raw) else {
             throw .malformed(.invalidUTF8, "invalid UTF-8 in string", at: start)
         }
         return text
