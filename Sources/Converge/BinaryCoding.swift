@@ -140,8 +140,11 @@ package struct BinaryReader {
         // bytes are valid exactly when the text is made of them unchanged. Not
         // `String(validating:as:)`, which is generic at run time: its type metadata cost more
         // than the decoding of a replica ID.
-        let text = raw.withUnsafeBufferPointer { String(decoding: $0, as: UTF8.self) }
-        guard text.utf8.elementsEqual(raw) else {
+        let (text, valid) = raw.withUnsafeBufferPointer { bytes in
+            let text = String(decoding: bytes, as: UTF8.self)
+            return (text, text.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(bytes) } ?? text.utf8.elementsEqual(bytes))
+        }
+        guard valid else {
             throw .malformed(.invalidUTF8, "invalid UTF-8 in string", at: start)
         }
         return text

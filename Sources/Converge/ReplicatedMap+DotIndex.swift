@@ -177,10 +177,26 @@ extension ReplicatedMap {
             }
         }
 
-        /// Calls `body` with every indexed write not covered by `context`, with its dot.
-        func forEachWrite(notCoveredBy context: VersionVector, _ body: (Dot, String) -> Void) {
-            for (replica, run) in runs {
-                run.forEach(above: context[replica]) { body(Dot(replica: replica, counter: $0.counter), $0.key) }
+        /// Calls `body` with every indexed write not covered by `peer`, with its dot, given
+        /// `holding`, the context of the map indexed (which covers every write it holds).
+        ///
+        /// Only a replica `holding` names above `peer` can have such a write: the two
+        /// vectors are walked side by side, and only those replicas' runs are looked up,
+        /// instead of searching `peer` for every replica of the index (which is cheaper
+        /// only when `peer` names few replicas, as a new device's does).
+        ///
+        /// - Complexity: O(*r*) in the replicas of both contexts, plus a lookup and the
+        ///   writes found for each replica `holding` names above `peer`.
+        func forEachWrite(notCoveredBy peer: VersionVector, holding: VersionVector, _ body: (Dot, String) -> Void) {
+            if peer.isSmall(beside: holding) {
+                for (replica, run) in runs {
+                    run.forEach(above: peer[replica]) { body(Dot(replica: replica, counter: $0.counter), $0.key) }
+                }
+                return
+            }
+            VersionVector.walk(holding, peer) { replica, held, known in
+                guard held > known, let position = positions[replica] else { return }
+                replicaRuns[position].forEach(above: known) { body(Dot(replica: replica, counter: $0.counter), $0.key) }
             }
         }
     }

@@ -244,14 +244,15 @@ public struct ReplicatedMap: Hashable, Sendable {
     ///
     /// - Returns: Every key with a sibling not covered by `peerContext`, with all its
     ///   siblings, and this state's whole context.
-    /// - Complexity: O(*r* log *n* + *w*), where *r* is the number of replicas with writes
-    ///   in this state, *n* the number of siblings and *w* the number of writes not covered
-    ///   by `peerContext` (superseded ones included, up to about *n*).
+    /// - Complexity: O(*r* + *a* log *n* + *w*), where *r* is the number of replicas in
+    ///   this state's context and `peerContext`, *a* the number of replicas this state
+    ///   holds more writes of, *n* the number of siblings and *w* the number of writes not
+    ///   covered by `peerContext` (superseded ones included, up to about *n*).
     public func delta(for peerContext: VersionVector) -> Delta {
         var changed: [String: [Sibling]] = [:]
         // The index may name writes that are gone (see `_DotIndex`): a key is taken only if
         // it still holds the write, which is exactly when the scan's test would take it.
-        _dotIndex.forEachWrite(notCoveredBy: peerContext) { dot, key in
+        _dotIndex.forEachWrite(notCoveredBy: peerContext, holding: context) { dot, key in
             guard changed[key] == nil, let siblings = _entries[key], siblings.contains(where: { $0.dot == dot }) else { return }
             changed[key] = siblings
         }
