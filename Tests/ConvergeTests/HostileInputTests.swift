@@ -255,6 +255,31 @@ import Testing
         #expect(HostileInputTests.malformedProblem { _ = try SyncMessage(encoded: damaged) } == .damaged)
     }
 
+    /// The checksum folds eight bytes at a time; checked against the CRC-32C computed bit
+    /// by bit from its definition, for every length up to 100 (every remainder of 8), with
+    /// the bytes split anywhere between a context and the body, and over a sequence whose
+    /// bytes are not contiguous.
+    @Test func theChecksumMatchesOneComputedBitByBit() {
+        func bitByBit(_ bytes: [UInt8]) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = (crc >> 1) ^ (crc & 1 == 0 ? 0 : 0x82F6_3B78) }
+            }
+            return ~crc
+        }
+        var random = Xoshiro256StarStar(seed: 32)
+        for length in 0...100 {
+            let bytes = (0..<length).map { _ in UInt8(random.next(below: 256)) }
+            let expected = bitByBit(bytes)
+            #expect(CRC32C.checksum(bytes) == expected, "\(length) bytes")
+            #expect(CRC32C.checksum(bytes.lazy.map { $0 }) == expected, "\(length) bytes, not contiguous")
+            let split = random.next(in: 0...length)
+            let sealed = CRC32C.sealed(Array(bytes[split...]), context: Array(bytes[..<split]))
+            #expect(Array(sealed.suffix(4)) == (0..<4).map { UInt8(truncatingIfNeeded: expected >> (8 * $0)) }, "\(length) bytes split at \(split)")
+        }
+    }
+
     @Test func theChecksumIsCRC32C() {
         // The check value of the CRC-32C catalogue (RFC 3720's polynomial).
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
