@@ -43,7 +43,14 @@ package struct BinaryWriter: Sendable {
     }
 
     package mutating func writeString(_ text: String) {
-        writeBytes(text.utf8)
+        // From the contiguous bytes where there are (always, but for a string bridged from
+        // elsewhere): appending the UTF-8 view goes through its indices, which costs more
+        // than the bytes of a replica ID, and every message names every replica it knows.
+        let appended: Void? = text.utf8.withContiguousStorageIfAvailable { utf8 in
+            writeVarint(UInt64(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+        if appended == nil { writeBytes(text.utf8) }
     }
 
     /// The number of bytes `value` takes as a varint.
