@@ -35,14 +35,35 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
     /// Whether `text` is a valid replica ID: a base ID, or a writer ID of a later
     /// incarnation (see ``incarnation(_:)``).
     public static func isValid(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable(isValid(utf8:)) ?? Array(text.utf8).withUnsafeBufferPointer(isValid(utf8:))
+    }
+
+    /// Whether `bytes` spell a valid replica ID (see ``isValid(_:)``). Every byte of one is
+    /// ASCII, so bytes that pass are valid UTF-8 too.
+    static func isValid(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         // Most IDs are base IDs, which have no `~`: one scan of their bytes.
-        if isValidBase(text) { return true }
-        guard let tilde = lastTilde(in: text) else { return false }
-        let base = String(text[..<tilde]), suffix = text[text.index(after: tilde)...]
-        guard isValidBase(base), (1...20).contains(suffix.utf8.count), suffix.utf8.first != UInt8(ascii: "0"),
-              suffix.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              let number = UInt64(suffix), number >= 2 else { return false }
-        return true
+        if isValidBase(utf8: bytes) { return true }
+        guard let tilde = bytes.lastIndex(of: UInt8(ascii: "~")) else { return false }
+        let suffix = UnsafeBufferPointer(rebasing: bytes[(tilde + 1)...])
+        guard isValidBase(utf8: UnsafeBufferPointer(rebasing: bytes[..<tilde])), (1...20).contains(suffix.count),
+              suffix.first != UInt8(ascii: "0") else { return false }
+        var number: UInt64 = 0
+        for digit in suffix {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digit) else { return false }
+            let (tens, overflowed) = number.multipliedReportingOverflow(by: 10)
+            let (sum, overflowedAgain) = tens.addingReportingOverflow(UInt64(digit - UInt8(ascii: "0")))
+            guard !overflowed && !overflowedAgain else { return false }
+            number = sum
+        }
+        return number >= 2
+    }
+
+    /// The replica ID `bytes` spell, or `nil` if they spell none (see ``isValid(_:)``):
+    /// one scan of the bytes checks both the ID and its UTF-8, where decoding a string
+    /// first and checking it as an ID takes three (a hub reads every ID of every push).
+    package init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        guard Self.isValid(utf8: bytes) else { return nil }
+        rawValue = String(decoding: bytes, as: UTF8.self)
     }
 
     /// The writer ID of `incarnation` of this replica: its dots after it found that its
@@ -85,12 +106,8 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
 
     private init(uncheckedRawValue: String) { rawValue = uncheckedRawValue }
 
-    private static func isValidBase(_ text: String) -> Bool {
-        let bytes = text.utf8
-        guard !bytes.isEmpty, bytes.count <= maximumLengthBytes, bytes.first != UInt8(ascii: ".") else { return false }
-        // Over the contiguous bytes where there are (see `lastTilde(in:)`): a hub checks
-        // every replica ID a push names.
-        return bytes.withContiguousStorageIfAvailable { $0.allSatisfy(isAllowed) } ?? bytes.allSatisfy(isAllowed)
+    private static func isValidBase(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        !bytes.isEmpty && bytes.count <= maximumLengthBytes && bytes.first != UInt8(ascii: ".") && bytes.allSatisfy(isAllowed)
     }
 
     /// Whether `byte` may appear in a base ID.

@@ -50,8 +50,12 @@ extension VersionVector {
         entries.reserveCapacity(count)
         for _ in 0..<count {
             let at = reader.offset
-            let text = try reader.readString(limit: ReplicaID.maximumLengthBytes)
-            guard let replica = ReplicaID(text) else { throw .malformed(.invalidIdentifier, "invalid replica ID", at: at) }
+            let raw = try reader.readBytes(limit: ReplicaID.maximumLengthBytes)
+            guard let replica = raw.withUnsafeBufferPointer(ReplicaID.init(utf8:)) else {
+                // Refused as reading it as text first would refuse it.
+                let isText = raw.withUnsafeBufferPointer { String(validating: $0, as: UTF8.self) != nil }
+                throw isText ? .malformed(.invalidIdentifier, "invalid replica ID", at: at) : .malformed(.invalidUTF8, "invalid UTF-8 in string", at: at)
+            }
             if let last = entries.last, !(last.replica < replica) {
                 throw .malformed(.nonCanonical, "replicas not in strictly increasing order", at: at)
             }

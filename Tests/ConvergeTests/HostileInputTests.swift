@@ -280,6 +280,40 @@ import Testing
         }
     }
 
+    /// A string read from a message is refused exactly when the standard library's
+    /// validating decoder refuses its bytes: short random byte strings, biased toward the
+    /// lead bytes of multi-byte sequences (C0, C1, E0, ED, F0, F4, F5 and others) and
+    /// continuation bytes, where ill-formed UTF-8 hides. Replica IDs read from the same
+    /// bytes are refused as invalid UTF-8 or as invalid IDs, as reading the text first would.
+    @Test func aStringIsReadExactlyWhenItsBytesAreUTF8() {
+        var random = Xoshiro256StarStar(seed: 8)
+        let tricky: [UInt8] = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xED, 0xEE, 0xEF,
+                               0xF0, 0xF1, 0xF4, 0xF5, 0xFF]
+        var refused = 0
+        for round in 0..<20_000 {
+            let bytes = (0..<random.next(in: 0...6)).map { _ in
+                random.next(below: 4) == 0 ? UInt8(random.next(below: 256)) : tricky[random.next(below: tricky.count)]
+            }
+            let expected = String(validating: bytes, as: UTF8.self)
+            if expected == nil { refused += 1 }
+            var writer = BinaryWriter()
+            writer.writeBytes(bytes)
+            var reader = BinaryReader(writer.bytes)
+            let read = try? reader.readString()
+            #expect(read == expected, "round \(round): \(bytes)")
+            if expected == nil {
+                writer = BinaryWriter()
+                writer.writeVarint(1)
+                writer.writeBytes(bytes)
+                writer.writeVarint(1)
+                reader = BinaryReader(writer.bytes)
+                #expect(HostileInputTests.malformedProblem { _ = try VersionVector(from: &reader) } == (bytes.isEmpty ? .invalidIdentifier : .invalidUTF8),
+                        "round \(round): \(bytes)")
+            }
+        }
+        #expect(refused > 2_000 && refused < 18_000, "\(refused) of 20,000 refused: too few of one answer")
+    }
+
     @Test func theChecksumIsCRC32C() {
         // The check value of the CRC-32C catalogue (RFC 3720's polynomial).
         #expect(CRC32C.checksum(Array("123456789".utf8)) == 0xE306_9283)
