@@ -59,6 +59,22 @@ struct HubRetirementTests {
         #expect(hub.members(of: .default) == ["early"])
     }
 
+    /// A state restored from storage brings members the machine has not looked at: the
+    /// time it reckoned the first member due no longer holds, and a member of the restored
+    /// state seen long ago is retired on time.
+    @Test func aMemberOfARestoredStateIsRetiredOnTime() throws {
+        let nothing = ReplicatedMap.Delta(entries: [:], context: VersionVector())
+        let other = AccountID("other")
+        var stored = HubSyncMachine(retirementIntervalMilliseconds: 100)
+        _ = try stored.receive(SyncPush(account: other, device: "old", delta: nothing), nowMilliseconds: 10)
+        var hub = HubSyncMachine(retirementIntervalMilliseconds: 100)
+        _ = try hub.receive(SyncPush(account: .default, device: "early", delta: nothing), nowMilliseconds: 1_000)
+        #expect(hub.retireSilentMembers(nowMilliseconds: 1_050).isEmpty) // the first member is due after 1,100
+        try hub.restoreState(try #require(stored.encodedState(of: other)), of: other)
+        let retired = hub.retireSilentMembers(nowMilliseconds: 1_050)
+        #expect(retired.map(\.account) == [other] && retired.map(\.device) == ["old"])
+    }
+
     /// An interval too long to add to a time never runs out (it does not wrap around to a
     /// deadline in the past).
     @Test func anIntervalTooLongToAddNeverRetires() throws {

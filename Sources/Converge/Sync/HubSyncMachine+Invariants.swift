@@ -28,6 +28,8 @@ extension HubSyncMachine {
     /// - what any member acknowledged, and what the hub last replied to it, is within the
     ///   hub's context (a device cannot hold what the hub never had), and a reply's stable
     ///   frontier within the reply's context;
+    /// - no member is due for retirement before the time the hub reckons the first one is
+    ///   (``retirementDueMilliseconds``);
     /// - a device's recorded sessions reach a counter the hub holds, and name its session;
     /// - the minimum of the acknowledgements kept by difference holds the members' and the
     ///   hub's, and equals one computed afresh from them;
@@ -51,6 +53,10 @@ extension HubSyncMachine {
             }
             if !member.lastReplyFrontier.isDominated(by: member.lastReplyContext) {
                 return "the last reply to \(device) announced the frontier \(member.lastReplyFrontier) beyond its context"
+            }
+            let deadline = member.lastSeenMilliseconds.addingSaturating(retirementIntervalMilliseconds)
+            if let due = retirementDueMilliseconds, deadline < due {
+                return "\(device) is due for retirement at \(deadline), before the \(due) the hub reckons the first member is due"
             }
         }
         for device in state.awaitingFullState.keys.sorted() where state.members[device] == nil && state.retired[device] == nil {

@@ -160,6 +160,7 @@ extension HubSyncMachine {
         // state holds, a member that is also retired): refused, never repaired.
         var restored = self
         restored.accounts[account] = state
+        restored.retirementDueMilliseconds = nil
         if let violation = restored._invariantViolation(of: account) {
             throw .malformed(.inconsistent, "the state of account \(account) contradicts itself: \(violation)")
         }
@@ -175,7 +176,7 @@ extension HubSyncMachine {
             }
         }
         accounts[account] = state
-        retirementDue = nil // its members were last seen when it was stored
+        retirementDueMilliseconds = nil // its members were last seen when it was stored
     }
 
     /// This machine as a new process would load it from storage: every account encoded and

@@ -28,10 +28,11 @@ public struct HubSyncMachine: Sendable {
     public var maximumReplyBytes = SyncMessage.maximumEncodedBytes
     var accounts: [AccountID: AccountState] = [:]
     /// No member of any account has been silent long enough to retire before this time:
-    /// until then a push retires no one without a look at every member. Set when every
-    /// member is looked at, lowered when a member is seen earlier (a clock set back), and
-    /// `nil` (not known) until the first look and after a state is restored.
-    var retirementDue: UInt64?
+    /// until then a push retires no one without a look at every member
+    /// (``retireSilentMembers(nowMilliseconds:)``). Set when every member is looked at,
+    /// lowered when a member is seen earlier (a clock set back), and `nil` (not known)
+    /// until the first look and after a state is restored.
+    var retirementDueMilliseconds: UInt64?
     /// The incarnation of ``hubID`` this machine writes compensating writes under, at
     /// least (see ``writer(of:current:session:in:)``): 1 (``hubID`` itself) for a
     /// machine that starts from nothing; a machine that loads stored states takes a number
@@ -306,7 +307,7 @@ public struct HubSyncMachine: Sendable {
         if !push.moreToCome && push.fullStateKeys == nil { member.acknowledged = push.delta.context }
         state.members[push.device] = member
         state.members[push.device]!.lastSeenMilliseconds = nowMilliseconds
-        retirementDue = retirementDue.map { min($0, nowMilliseconds.addingSaturating(retirementIntervalMilliseconds)) }
+        retirementDueMilliseconds = retirementDueMilliseconds.map { min($0, nowMilliseconds.addingSaturating(retirementIntervalMilliseconds)) }
         let frontier = collect(&state, changed: [push.device])
         let lost = _hidesLostWrites ? VersionVector() : Self.lostWrites(of: hubID.base, claimed: claimed, holding: state.map.context)
         let budget = Self.deltaBudget(maximumReplyBytes, frontier: frontier, rejectedKeys: rejected, account: push.account,
@@ -706,48 +707,6 @@ public struct HubSyncMachine: Sendable {
         return believed
     }
 
-    /// Records that `device` of `account` was seen at `nowMilliseconds`, if it is a member
-    /// (never moving its time back): a hub process that answered the device's polls "up
-    /// to date" from its own copy re-applies them on a newer copy another process wrote.
-    package mutating func noteSeen(_ device: ReplicaID, of account: AccountID, atMilliseconds nowMilliseconds: UInt64) {
-        guard let seen = accounts[account]?.members[device]?.lastSeenMilliseconds else { return }
-        accounts[account]!.members[device]!.lastSeenMilliseconds = max(seen, nowMilliseconds)
-    }
-
-    /// Retires the members silent for longer than the retirement interval.
-    ///
-    /// - Returns: The retired members, by account, in order.
-    /// - Complexity: O(1) until the first member may be due (the machine remembers when),
-    ///   then O(*m* + *a* log *a*) for *m* members of *a* accounts.
-    @discardableResult
-    public mutating func retireSilentMembers(nowMilliseconds: UInt64) -> [(account: AccountID, device: ReplicaID)] {
-        if let due = retirementDue, nowMilliseconds <= due { return [] }
-        var retired: [(AccountID, ReplicaID)] = []
-        var due = UInt64.max
-        for account in accounts.keys.sorted() {
-            var state = accounts[account]!
-            var silent: [ReplicaID] = []
-            for (device, member) in state.members {
-                // Saturating: an interval too long to add to a time never runs out.
-                let deadline = member.lastSeenMilliseconds.addingSaturating(retirementIntervalMilliseconds)
-                if nowMilliseconds > deadline { silent.append(device) } else { due = min(due, deadline) }
-            }
-            guard !silent.isEmpty else { continue }
-            silent.sort()
-            accounts[account] = nil // not shared while it changes: see receive
-            for device in silent {
-                state.retired[device] = state.members[device]!.lastReplyContext
-                state.members[device] = nil
-                retired.append((account, device))
-            }
-            _ = collect(&state, changed: silent)
-            accounts[account] = state
-            _checkInvariants(of: account)
-        }
-        retirementDue = due
-        return retired
-    }
-
     /// The hub's state of `account`.
     public func state(of account: AccountID) -> ReplicatedMap {
         accounts[account]?.map ?? ReplicatedMap()
@@ -847,7 +806,7 @@ public struct HubSyncMachine: Sendable {
     /// frontier, which it returns. `changed` names the members whose acknowledgement changed,
     /// or that joined or left, since the last collection: the minimum of the others' is kept
     /// (``AcknowledgedMinimum``), and rebuilt from every member when it does not list them all.
-    private func collect(_ state: inout AccountState, changed: some Sequence<ReplicaID>) -> VersionVector {
+    func collect(_ state: inout AccountState, changed: some Sequence<ReplicaID>) -> VersionVector {
         // Observing the same acknowledgements twice changes nothing: skip the work. Only the
         // members in `changed` can differ from what the last collection observed, so comparing
         // them costs what changed, not every member's every replica (1,540 members: 2.4
