@@ -31,6 +31,11 @@ struct HubCommandLineTests {
         (["serve", "--data", "d", "--listen", "localhost"], "invalid address"),
         (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--max-connections", "0"], "--max-connections needs a positive number"),
         (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--bogus", "1"], "unknown option --bogus"),
+        // Milliseconds past an Int trapped (a crash, not a usage error).
+        (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--retire-after-seconds", "9223372036854776"],
+         "--retire-after-seconds needs a positive number of seconds, at most 9223372036854775"),
+        (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--idle-timeout-seconds", "99999999999999999"],
+         "--idle-timeout-seconds needs a positive number of seconds, at most 9223372036854775"),
         (["token", "create", "--data", "d"], "token create needs --account ACCOUNT"),
         (["token", "create", "--account", "a"], "token create needs either --data DIR or --database URL"),
         (["token", "create", "--data", "d", "--account", ""], "invalid account"),
