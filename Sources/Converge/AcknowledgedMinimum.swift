@@ -21,7 +21,8 @@ struct AcknowledgedMinimum: Sendable {
     private(set) var acknowledged: [ReplicaID: VersionVector] = [:]
     /// For every replica any member has acknowledged a write of: the lowest counter any
     /// member acknowledged (0 for a member that names none) and how many members hold it.
-    /// Changed through ``setLowest(_:to:)`` only, which keeps ``minimum`` beside it.
+    /// Its counters change through ``setLowest(_:to:)`` only, which keeps ``minimum``
+    /// beside them.
     private var lowest: [ReplicaID: (counter: UInt64, members: Int)] = [:]
     /// The pointwise minimum of the acknowledged contexts: the non-zero counters of `lowest`.
     private(set) var minimum = VersionVector()

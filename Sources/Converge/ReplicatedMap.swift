@@ -242,6 +242,10 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// `peerContext` must be a version vector the peer actually reported (or an older
     /// one): a guessed, higher vector can make the delta omit writes the peer needs.
     ///
+    /// It looks only at the replicas this state's context names above `peerContext`, which
+    /// finds every write the peer lacks because the context covers every sibling (an
+    /// invariant of the map).
+    ///
     /// - Returns: Every key with a sibling not covered by `peerContext`, with all its
     ///   siblings, and this state's whole context.
     /// - Complexity: O(*r* + *a* log *n* + *w*), where *r* is the number of replicas in

@@ -267,7 +267,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// Whether this vector's entries are stored where `other`'s are (one is a copy of the other).
     @inline(__always)
     func sharesStorage(with other: VersionVector) -> Bool {
-        entries.withUnsafeBufferPointer { $0.baseAddress } == other.entries.withUnsafeBufferPointer { $0.baseAddress }
+        entries.withUnsafeBufferPointer { mine in other.entries.withUnsafeBufferPointer { mine.baseAddress == $0.baseAddress } }
     }
 
     public func hash(into hasher: inout Hasher) {
