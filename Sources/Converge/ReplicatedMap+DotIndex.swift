@@ -187,6 +187,7 @@ extension ReplicatedMap {
         ///
         /// - Complexity: O(*r*) in the replicas of both contexts, plus a lookup and the
         ///   writes found for each replica `holding` names above `peer`.
+        @inline(__always) // so that `body` is inlined into both ways of finding the writes
         func forEachWrite(notCoveredBy peer: VersionVector, holding: VersionVector, _ body: (Dot, String) -> Void) {
             if peer.isSmall(beside: holding) {
                 for (replica, run) in runs {
