@@ -92,6 +92,22 @@ public struct ReplicaID: Hashable, Comparable, Sendable, CustomStringConvertible
         return ReplicaID(uncheckedRawValue: String(rawValue[..<tilde]))
     }
 
+    /// Whether this is `base` or an incarnation of it (`base~n`): what `self.base == base`
+    /// says, without building this ID's base. A hub asks it of every replica of a push's
+    /// context.
+    package func isIncarnation(of base: ReplicaID) -> Bool {
+        let tilde = UInt8(ascii: "~")
+        let answer = rawValue.utf8.withContiguousStorageIfAvailable { mine in
+            base.rawValue.utf8.withContiguousStorageIfAvailable { theirs -> Bool in
+                // A base never holds a `~`, so no ID is an incarnation of one that does.
+                guard mine.count >= theirs.count, !theirs.contains(tilde),
+                      mine.prefix(theirs.count).elementsEqual(theirs) else { return false }
+                return mine.count == theirs.count || (mine[theirs.count] == tilde && !mine[(theirs.count + 1)...].contains(tilde))
+            }
+        }
+        return (answer ?? nil) ?? (self.base == base)
+    }
+
     /// Where the last `~` of `text` is, if it has one. A scan of the bytes where they are
     /// contiguous (always, but for a string bridged from elsewhere): stepping through the
     /// UTF-8 view's indices costs several times more, and a hub asks this of every replica

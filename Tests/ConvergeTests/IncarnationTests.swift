@@ -465,7 +465,17 @@ struct IncarnationTests {
             writer.writeString(text)
             writer.writeVarint(1)
             var reader = BinaryReader(writer.bytes)
-            #expect(throws: ConvergeError.self) { try VersionVector(from: &reader) }
+            #expect(HostileInputTests.malformedProblem { _ = try VersionVector(from: &reader) } == .invalidIdentifier)
+        }
+    }
+
+    /// `isIncarnation(of:)` says what comparing an ID's base says, without building it.
+    @Test func anIncarnationIsRecognisedAsItsBaseIs() {
+        let ids: [ReplicaID] = ["hub", "hub~2", "hub~31", "hubs", "hubs~2", "hu", "h", "a", "a~2", "hub.x", "hub-2", "x~12"]
+        for id in ids {
+            for base in ids {
+                #expect(id.isIncarnation(of: base) == (id.base == base), "\(id) of \(base)")
+            }
         }
     }
 }

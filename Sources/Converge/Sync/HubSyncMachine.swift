@@ -415,7 +415,7 @@ public struct HubSyncMachine: Sendable {
     /// hub's context `holding` does not cover (``SyncReply/lostHubWrites``).
     static func lostWrites(of hub: ReplicaID, claimed: VersionVector, holding: VersionVector) -> VersionVector {
         var lost = VersionVector()
-        for (replica, counter) in claimed.sortedEntries where replica.base == hub && counter > holding[replica] {
+        for (replica, counter) in claimed.sortedEntries where replica.isIncarnation(of: hub) && counter > holding[replica] {
             lost.raise(replica, to: counter)
         }
         return lost
@@ -576,7 +576,7 @@ public struct HubSyncMachine: Sendable {
     /// The latest incarnation of `base` that `context` holds (`base` itself if none).
     static func latestWriter(of base: ReplicaID, in context: VersionVector) -> ReplicaID {
         var latest: UInt64 = 1
-        for (replica, _) in context.entries where replica.base == base { latest = max(latest, replica.incarnationNumber) }
+        for (replica, _) in context.entries where replica.isIncarnation(of: base) { latest = max(latest, replica.incarnationNumber) }
         return base.incarnation(latest)
     }
 
@@ -596,7 +596,7 @@ public struct HubSyncMachine: Sendable {
     static func writer(of base: ReplicaID, current: ReplicaID?, session: UInt64, in context: VersionVector) -> ReplicaID {
         if let current { return current }
         var highest: UInt64 = 0
-        for (replica, _) in context.entries where replica.base == base { highest = max(highest, replica.incarnationNumber) }
+        for (replica, _) in context.entries where replica.isIncarnation(of: base) { highest = max(highest, replica.incarnationNumber) }
         // A push naming an incarnation past Dot.maximumCounter is refused (check(_:nowMilliseconds:)).
         return base.incarnation(max(session, highest.addingSaturating(1), 1))
     }
