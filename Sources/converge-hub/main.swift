@@ -31,11 +31,14 @@ struct ServeOption: Sendable {
 
 @Sendable func positive(_ text: String) -> Int? { Int(text).flatMap { $0 > 0 ? $0 : nil } }
 
-/// The longest duration a seconds option takes: its milliseconds still fit an `Int`.
-nonisolated let maximumSeconds = Int.max / 1_000
+/// The longest retirement interval: its milliseconds still fit an `Int`.
+nonisolated let maximumRetirementSeconds = Int.max / 1_000
+/// The longest time the server waits for something (a timeout, an interval, a grace
+/// period): it counts them in nanoseconds, which must fit a `UInt64` with room to add.
+nonisolated let maximumWaitSeconds = Int(UInt64.max / 2_000_000_000)
 
-/// A positive number of seconds no larger than ``maximumSeconds``, or `nil`.
-@Sendable func positiveSeconds(_ text: String) -> Int? { positive(text).flatMap { $0 <= maximumSeconds ? $0 : nil } }
+/// A positive number of seconds no larger than `maximum`, or `nil`.
+@Sendable func positiveSeconds(_ text: String, atMost maximum: Int) -> Int? { positive(text).flatMap { $0 <= maximum ? $0 : nil } }
 
 /// The options of `serve`: one table drives parsing and help.
 nonisolated let serveOptions: [ServeOption] = [
@@ -50,7 +53,9 @@ nonisolated let serveOptions: [ServeOption] = [
         $0.databaseConnections = value; return nil
     },
     ServeOption(flag: "--database-timeout-seconds", valueName: "S", help: "give up on a PostgreSQL statement or lock wait after this long: answer 503 (default 10)") {
-        guard let value = positive($1) else { return "--database-timeout-seconds needs a positive number" }
+        guard let value = positiveSeconds($1, atMost: maximumWaitSeconds) else {
+            return "--database-timeout-seconds needs a positive number of seconds, at most \(maximumWaitSeconds)"
+        }
         $0.databaseTimeoutSeconds = value; return nil
     },
     ServeOption(flag: "--listen", valueName: "HOST:PORT", help: "where to listen, e.g. 127.0.0.1:8080 or [::1]:8080 (port 0: any free port)") {
@@ -62,23 +67,33 @@ nonisolated let serveOptions: [ServeOption] = [
         $0.maximumConnections = value; return nil
     },
     ServeOption(flag: "--idle-timeout-seconds", valueName: "S", help: "close a kept-alive connection idle this long (default 60)") {
-        guard let value = positiveSeconds($1) else { return "--idle-timeout-seconds needs a positive number of seconds, at most \(maximumSeconds)" }
+        guard let value = positiveSeconds($1, atMost: maximumWaitSeconds) else {
+            return "--idle-timeout-seconds needs a positive number of seconds, at most \(maximumWaitSeconds)"
+        }
         $0.idleTimeoutSeconds = value; return nil
     },
     ServeOption(flag: "--head-timeout-seconds", valueName: "S", help: "answer 408 to a client that takes longer to send a request head (default 10)") {
-        guard let value = positiveSeconds($1) else { return "--head-timeout-seconds needs a positive number of seconds, at most \(maximumSeconds)" }
+        guard let value = positiveSeconds($1, atMost: maximumWaitSeconds) else {
+            return "--head-timeout-seconds needs a positive number of seconds, at most \(maximumWaitSeconds)"
+        }
         $0.headTimeoutSeconds = value; return nil
     },
     ServeOption(flag: "--retire-after-seconds", valueName: "S", help: "retire a device silent this long, so tombstones can be collected (default 30 days)") {
-        guard let value = positiveSeconds($1) else { return "--retire-after-seconds needs a positive number of seconds, at most \(maximumSeconds)" }
+        guard let value = positiveSeconds($1, atMost: maximumRetirementSeconds) else {
+            return "--retire-after-seconds needs a positive number of seconds, at most \(maximumRetirementSeconds)"
+        }
         $0.retireAfterSeconds = UInt64(value); return nil
     },
     ServeOption(flag: "--maintenance-interval-seconds", valueName: "S", help: "how often the hub retires silent devices by itself (default 60)") {
-        guard let value = positiveSeconds($1) else { return "--maintenance-interval-seconds needs a positive number of seconds, at most \(maximumSeconds)" }
+        guard let value = positiveSeconds($1, atMost: maximumWaitSeconds) else {
+            return "--maintenance-interval-seconds needs a positive number of seconds, at most \(maximumWaitSeconds)"
+        }
         $0.maintenanceIntervalSeconds = UInt64(value); return nil
     },
     ServeOption(flag: "--shutdown-grace-seconds", valueName: "S", help: "on SIGTERM or SIGINT, how long requests in flight may take to finish (default 10)") {
-        guard let value = positiveSeconds($1) else { return "--shutdown-grace-seconds needs a positive number of seconds, at most \(maximumSeconds)" }
+        guard let value = positiveSeconds($1, atMost: maximumWaitSeconds) else {
+            return "--shutdown-grace-seconds needs a positive number of seconds, at most \(maximumWaitSeconds)"
+        }
         $0.shutdownGraceSeconds = value; return nil
     },
 ]
