@@ -34,29 +34,26 @@ struct HubCommandLineTests {
         // Milliseconds past an Int trapped (a crash, not a usage error).
         (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--retire-after-seconds", "9223372036854776"],
          "--retire-after-seconds needs a positive number of seconds, at most 9223372036854775"),
-        // Waits are counted in nanoseconds: a value that passed the milliseconds bound trapped later.
-        (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--idle-timeout-seconds", "20000000000"],
-         "--idle-timeout-seconds needs a positive number of seconds, at most 9223372036"),
-        (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--head-timeout-seconds", "20000000000"],
-         "--head-timeout-seconds needs a positive number of seconds, at most 9223372036"),
-        (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--maintenance-interval-seconds", "20000000000"],
-         "--maintenance-interval-seconds needs a positive number of seconds, at most 9223372036"),
-        (["serve", "--data", "d", "--listen", "127.0.0.1:0", "--shutdown-grace-seconds", "20000000000"],
-         "--shutdown-grace-seconds needs a positive number of seconds, at most 9223372036"),
-        (["serve", "--database", "dbname=x", "--listen", "127.0.0.1:0", "--database-timeout-seconds", "20000000000"],
-         "--database-timeout-seconds needs a positive number of seconds, at most 9223372036"),
         (["token", "create", "--data", "d"], "token create needs --account ACCOUNT"),
         (["token", "create", "--account", "a"], "token create needs either --data DIR or --database URL"),
         (["token", "create", "--data", "d", "--account", ""], "invalid account"),
         (["token", "delete"], "unknown token subcommand"),
         (["frobnicate"], "unknown command frobnicate"),
         ([], "no command given"),
-    ])
+    ] + Self.waitsTooLongToCount)
     func badUsageExitsTwoWithAMessage(arguments: [String], message: String) throws {
         let folder = temporaryFolder("usage")
         let outcome = try ChildProcess.run(HubProcess.executable, arguments, in: folder)
         #expect(outcome.status == 2)
         #expect(outcome.errors.contains(message), "\(outcome.errors)")
+    }
+
+    /// The options the server waits for, each given more seconds than it can count: waits
+    /// are counted in nanoseconds, and a value that passed a milliseconds bound trapped later.
+    static let waitsTooLongToCount = ["--idle-timeout-seconds", "--head-timeout-seconds", "--maintenance-interval-seconds",
+                                      "--shutdown-grace-seconds", "--database-timeout-seconds"].map { option in
+        (["serve", "--database", "dbname=x", "--listen", "127.0.0.1:0", option, "20000000000"],
+         "\(option) needs a positive number of seconds, at most 9223372036")
     }
 
     @Test func helpExitsZeroAndNamesEveryCommand() throws {
