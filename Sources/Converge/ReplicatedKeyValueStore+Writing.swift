@@ -214,8 +214,10 @@ extension ReplicatedKeyValueStore.State {
         -> (change: StorageChange, clock: HybridLogicalClock, outcome: ReplicatedKeyValueStore.MergeOutcome)? {
         // A delta built in this process (not decoded, which checks it) could hold siblings its
         // context does not cover; joined, they would break the state and travel on to every
-        // replica. Refuse it instead.
-        try ReplicatedMap.validate(entries: delta.entries, context: delta.context)
+        // replica. Refuse it instead. A key with no siblings (never decoded, but left by a
+        // device that adopts the only writes gossip held of a key: ``SyncAction/adopt(_:)``)
+        // drops what the context covers of it.
+        try ReplicatedMap.validate(entries: delta.entries.filter { !$0.value.isEmpty || $0.key.isEmpty }, context: delta.context)
         let planned = map.plannedApply(brokenJoin ? ReplicatedMap.Delta(entries: delta.entries.filter { map.entries[$0.key] == nil },
                                                                         context: delta.context) : delta, partialKeys: partialKeys)
         var nextClock = clock
@@ -265,6 +267,45 @@ extension ReplicatedKeyValueStore.State {
         counters[writer] = from - 1
         let next = try ReplicatedMap(entries: entries, context: VersionVector(counters))
         return commit(next, changedKeys: changedKeys.sortedByUTF8(), observing: [:], reason: reason, recording: &change)
+    }
+
+    /// Re-stamps `orphans` under this store's writer ID, from its next counter on, in
+    /// counter order (then key order), keeping values and timestamps, and holds them beside
+    /// the siblings of their keys (see ``SyncAction/adopt(_:)``), recording the change after
+    /// `change`. The new counters are this object's session's.
+    ///
+    /// - Returns: What to report, and each write's key with its dot before and after.
+    /// - Throws: ``ConvergeError/malformed(_:)`` if the counters would pass
+    ///   ``Dot/maximumCounter``; nothing changes then.
+    mutating func adopt(_ orphans: [String: [Sibling]], reason: ChangeReason, recording change: inout StorageChange?)
+        throws(ConvergeError) -> (outcome: ReplicatedKeyValueStore.MergeOutcome, adopted: [AdoptedWrite]) {
+        var writes = orphans.flatMap { key, siblings in siblings.map { (key: key, sibling: $0) } }
+        // By dot, then key: a hostile peer can have put one dot under two keys, and the
+        // order must not be the dictionary's.
+        writes.sort { $0.sibling.dot != $1.sibling.dot ? $0.sibling.dot < $1.sibling.dot : $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        guard !writes.isEmpty else { return (ReplicatedKeyValueStore.MergeOutcome(), []) }
+        let issued = map.context[writerID]
+        guard issued <= Dot.maximumCounter - UInt64(writes.count) else {
+            throw .malformed(.outOfRange, "adopting \(writes.count) writes would take \(writerID) past the largest counter")
+        }
+        var entries = map.entries
+        var adopted: [AdoptedWrite] = []
+        for (offset, write) in writes.enumerated() {
+            let dot = Dot(replica: writerID, counter: issued + 1 + UInt64(offset))
+            entries[write.key, default: []].append(write.sibling.restamped(dot))
+            adopted.append(AdoptedWrite(key: write.key, old: write.sibling.dot, new: dot))
+        }
+        for key in Set(writes.map(\.key)) { entries[key]!.sort { $0.dot < $1.dot } }
+        var context = map.context
+        context.set(writerID, to: issued + UInt64(writes.count))
+        let next = try ReplicatedMap(entries: entries, context: context)
+        let sessions = sessionRecord(issuing: issued + 1)
+        let outcome = commit(next, changedKeys: Set(writes.map(\.key)).sortedByUTF8(), observing: orphans, reason: reason, recording: &change)
+        for (name, record) in sessions {
+            change?.metadata[name] = record
+            metadata[name] = record
+        }
+        return (outcome, adopted)
     }
 
     /// Puts a merged state in place and advances the clock past every timestamp received.

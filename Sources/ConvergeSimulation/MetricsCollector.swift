@@ -13,7 +13,7 @@ struct MetricsCollector {
     var partitions = 0, oneWayPartitions = 0, offlinePeriods = 0, longAbsences = 0, hubOutages = 0, hubCrashes = 0, hubRestores = 0, clockJumps = 0, diskFullPeriods = 0, refusedOnFullDisk = 0
     var damagedCopies = 0, damagedMessagesRefused = 0, damagedFilesSkipped = 0
     var crashes = 0, writesLostInCrashes = 0, accountSwitches = 0
-    var deviceRestores = 0, writesLostInRestores = 0, deviceIncarnations = 0, deviceClones = 0
+    var deviceRestores = 0, writesLostInRestores = 0, deviceIncarnations = 0, adoptedWrites = 0, deviceClones = 0
     var lawChecks = 0, lostWrites = 0
 
     /// A local write replaced `superseded` while the app saw `shown`. With two or more
@@ -81,7 +81,7 @@ struct MetricsCollector {
                                writesLostInCrashes: writesLostInCrashes, accountSwitches: accountSwitches,
                                fullStateReplies: fullStateReplies, deviceRestores: deviceRestores,
                                writesLostInRestores: writesLostInRestores, deviceIncarnations: deviceIncarnations,
-                               deviceClones: deviceClones)
+                               adoptedWrites: adoptedWrites, deviceClones: deviceClones)
         metrics.checks = .init(events: simulation.eventsProcessed, lawChecks: lawChecks,
                                writesChecked: simulation.ledger.writes.filter { $0.durable && !$0.forgotten }.count,
                                lostWrites: lostWrites)

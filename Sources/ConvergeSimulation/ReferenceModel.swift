@@ -593,21 +593,10 @@ struct ReferenceModel {
         func beyondAcknowledged(_ number: Int) -> Bool {
             writes[number].id.replica == oldWriter && writes[number].id.counter > oldWriterCount
         }
-        let first = writes.count
+        // What each copy saw: what its original saw, but of the old writer ID only what peers
+        // acknowledged (and the copies of the re-stamped writes the original saw).
+        let first = appendCopies(copies, pasts: copies.map { writes[$0.original].past.filter { !beyondAcknowledged($0) } })
         for (offset, (copied, restamp)) in copies.enumerated() {
-            var copy = writes[copied]
-            copy.id = restamp.new
-            // What the copy saw: what the original saw, but of the old writer ID only what
-            // peers acknowledged, and the copies of the re-stamped writes the original saw.
-            copy.past = writes[copied].past.filter { !beyondAcknowledged($0) }
-            for (other, (original, _)) in copies.enumerated() where writes[copied].past.contains(original) {
-                copy.past.insert(first + other)
-                if other > offset { somePastHoldsALaterWrite = true }
-            }
-            copy.ledgerIndex = restamp.ledgerIndex
-            append(copy)
-            writeIndexByLedger[restamp.ledgerIndex] = first + offset
-            originalOfCopy[first + offset] = copied
             let superseded = writes[copied].past.members.filter {
                 beyondAcknowledged($0) && writes[$0].account == account && writes[$0].key == restamp.key
             }
@@ -620,6 +609,59 @@ struct ReferenceModel {
         for offset in copies.indices { known.insert(first + offset) }
         knowledge[.device(d), default: [:]][account] = known
         return (problems, replaced)
+    }
+
+    /// Device `d`'s store adopted, in `account`, writes an earlier writer ID of its replica
+    /// issued under counters another copy issued too, which no copy of the store holds any
+    /// more: each is a new write under its new dot with the same value, timestamp and causal
+    /// past as the write it copies (one the device knows now, from the gossip it took), and
+    /// stands in for it (see ``copiesStandIn``). The device knows the copies.
+    ///
+    /// - Returns: The problems (an adopted write the model does not know the device took).
+    mutating func adopted(device d: Int, account: AccountID, restamped: [Restamp]) -> [String] {
+        var problems: [String] = []
+        let indices = writesByAccount[account] ?? []
+        var known = knowledge(of: .device(d), in: account)
+        var copies: [(original: Int, restamp: Restamp)] = []
+        for restamp in restamped {
+            guard let copied = indices.last(where: {
+                let write = writes[$0]
+                return known.contains($0) && !write.forgotten && write.id == restamp.old && write.key == restamp.key
+                    && write.stamp == restamp.stamp && write.value == restamp.value
+            }) else {
+                problems.append("d\(d) adopted \(restamp.old) of \(restamp.key) in \(account) as \(restamp.new), a write the model does not know it took")
+                continue
+            }
+            copies.append((copied, restamp))
+        }
+        // What each copy saw: what its original saw (and the copies of the adopted writes it saw).
+        let first = appendCopies(copies, pasts: copies.map { writes[$0.original].past })
+        for offset in copies.indices { known.insert(first + offset) }
+        knowledge[.device(d), default: [:]][account] = known
+        return problems
+    }
+
+    /// Appends a copy of each original in `copies` under its re-stamped dot, standing in for
+    /// the original, seeing the same element of `pasts` and the copies of the originals its
+    /// original saw.
+    ///
+    /// - Returns: The index in ``writes`` of the first copy (the others follow in order).
+    private mutating func appendCopies(_ copies: [(original: Int, restamp: Restamp)], pasts: [WriteSet]) -> Int {
+        let first = writes.count
+        for (offset, (copied, restamp)) in copies.enumerated() {
+            var copy = writes[copied]
+            copy.id = restamp.new
+            copy.past = pasts[offset]
+            for (other, (original, _)) in copies.enumerated() where writes[copied].past.contains(original) {
+                copy.past.insert(first + other)
+                if other > offset { somePastHoldsALaterWrite = true }
+            }
+            copy.ledgerIndex = restamp.ledgerIndex
+            append(copy)
+            writeIndexByLedger[restamp.ledgerIndex] = first + offset
+            originalOfCopy[first + offset] = copied
+        }
+        return first
     }
 
     /// Whether a node other than `node`, or a message on its way, knows write `number` in `account`.

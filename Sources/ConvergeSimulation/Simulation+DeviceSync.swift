@@ -108,6 +108,7 @@ extension Simulation {
             model.dropped(message: id, lastCopy: lastCopy)
         } else {
             model.delivered(message: id, to: .device(d), currentAccount: devices[d].store.account, lastCopy: lastCopy)
+            if !receipt.adopted.isEmpty { observeAdoption(d, receipt.adopted) }
         }
         if !receipt.rejectedKeys.isEmpty { metrics.quotaViolationNotices += 1 }
         observeContext(d)

@@ -73,4 +73,29 @@ extension Simulation {
         devices[d].replacedOnFlush += outcome.replaced
         return restamped.count
     }
+
+    /// Tells the ledger and the model of the writes device `d`'s store adopted from a
+    /// message it took (see ``SyncAction/adopt(_:)``): each is a new local write (not
+    /// durable until the next flush, like any write) copying the write the message carried.
+    func observeAdoption(_ d: Int, _ adopted: [AdoptedWrite]) {
+        let store = devices[d].store
+        let state = store.replicatedState
+        var restamped: [ReferenceModel.Restamp] = []
+        for write in adopted {
+            guard let sibling = state.siblings(forKey: write.key).first(where: { $0.dot == write.new }) else {
+                report(Violation(.referenceModel, "at \(now) ms \(devices[d].id) adopted \(write.old) of \(write.key) as \(write.new) and does not hold it"))
+                continue
+            }
+            let ledgerIndex = ledger.record(account: store.account, device: d, key: write.key, dot: write.new,
+                                            hasValue: sibling.value != nil, timeMs: now)
+            devices[d].unflushedWrites.append(ledgerIndex)
+            restamped.append(ReferenceModel.Restamp(key: write.key, old: Self.modelID(write.old), new: Self.modelID(write.new),
+                                                    stamp: Self.modelStamp(sibling.timestamp), value: sibling.value, ledgerIndex: ledgerIndex))
+        }
+        for problem in model.adopted(device: d, account: store.account, restamped: restamped) {
+            report(Violation(.referenceModel, "at \(now) ms \(problem)"))
+        }
+        metrics.adoptedWrites += restamped.count
+        recordMoment("\(devices[d].id) adopts \(restamped.count) write\(restamped.count == 1 ? "" : "s") of an earlier writer ID that no copy of its store holds, as \(store.writerID): \(adopted.map { "\($0.old) of \($0.key) as \($0.new)" }.joined(separator: ", "))")
+    }
 }

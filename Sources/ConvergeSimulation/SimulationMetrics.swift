@@ -256,6 +256,9 @@ public struct SimulationMetrics: Codable, Hashable, Sendable {
         public var writesLostInRestores = 0
         /// New incarnations devices started on finding their counters reused.
         public var deviceIncarnations = 0
+        /// Writes a device adopted: an earlier writer ID's writes that no copy of its store
+        /// held any more, re-stamped under the device's writer ID (`SyncAction.adopt` in Converge).
+        public var adoptedWrites = 0
         /// Devices restarted from a copy of another device's disk, under its replica ID.
         public var deviceClones = 0
     }

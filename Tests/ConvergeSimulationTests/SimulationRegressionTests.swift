@@ -220,6 +220,23 @@ struct SimulationRegressionTests {
         #expect(result.metrics.faults.deviceRestores > 0)
     }
 
+    /// `converge-sim run Simulations/device-restore-mesh.json --seed 60016` (every policy; and
+    /// 60020, 60136, and `device-clone.json` in the mesh, seeds 28 and 186) ended
+    /// unconverged. Shrunk (the trace): d1 removed k8 as d1:1 and d0 and d3 took it; d1's disk
+    /// was replaced by an empty one, it wrote k8 as d1:1 again and d2 took that; its disk was
+    /// replaced once more before it learnt of the reuse. No copy of d1 held the second write,
+    /// so none could re-stamp and withdraw it, and d2 and the others refused each other's
+    /// gossip for good. d1's new incarnation now adopts it: it re-stamps the write d2 holds
+    /// under its own writer ID and withdraws the orphaned counter
+    /// (`MeshSessionRelayTests.aWriteNoCopyOfItsWriterHoldsIsAdoptedByTheWritersSuccessor`).
+    @Test func aWriteNoCopyOfItsWriterHoldsIsAdoptedInTheMesh() throws {
+        let result = try Self.expectReplayPasses("mesh-restore-orphaned-write")
+        #expect(result.metrics.faults.adoptedWrites == 1)
+        try Self.expectPasses(Self.catalogue("device-restore-mesh"), seeds: [60016], "device-restore-mesh")
+        try Self.expectPasses(Self.catalogue("device-clone") { try $0.set(\.topology, to: .mesh) }, seeds: [28, 186],
+                              "device-clone in the mesh")
+    }
+
     /// `converge-sim run Simulations/device-restore-mesh.json --policy multi-value --seed 82`
     /// failed the reference model (and on the binary before the mesh restore's fixes too),
     /// shrunk twice. d1 gossiped k6 as d1:1, its disk was backed up before any peer

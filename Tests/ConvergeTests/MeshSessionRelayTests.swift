@@ -119,6 +119,55 @@ struct MeshSessionRelayTests {
         #expect(laptop.values == ["before": "1", "after": "2"])
     }
 
+    /// Orphans (`converge-sim run Simulations/device-restore-mesh.json --topology mesh --seed
+    /// 60016`, shrunk): the laptop removed `k` as laptop:1 and the phone took it; the laptop's
+    /// disk was then replaced by an empty one, it wrote `k` again under laptop:1 and the
+    /// tablet took that; and its disk was replaced once more before it learnt of the reuse.
+    /// No copy of the laptop holds the second write, so none can re-stamp and withdraw it:
+    /// the phone and the tablet refused each other's gossip for good, and the tablet never
+    /// got the phone's own write either. The laptop's successor (its new incarnation) adopts
+    /// the write the tablet holds: it re-stamps it under its own writer ID and withdraws the
+    /// orphaned counter, and every device ends with both writes.
+    @Test func aWriteNoCopyOfItsWriterHoldsIsAdoptedByTheWritersSuccessor() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        var laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try laptop.setValue("first", forKey: "k")
+        laptop.removeObject(forKey: "k")
+        try gossip(laptop, phone)
+        laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)   // an empty disk
+        clock.advance(byMilliseconds: 1_000)
+        try laptop.setValue("second", forKey: "k")
+        try gossip(laptop, tablet)
+        try phone.setValue("p", forKey: "phone-key")
+        laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)   // and again
+        #expect(try gossip(phone, tablet).ignored == .reusedCounters, "the phone and the tablet hold two writes under laptop:1")
+        // Refused as computed for the old disk's report, then proving the reuse, then
+        // computed for the old writer ID's report, then taken.
+        for _ in 0..<4 { try gossip(phone, laptop) }
+        #expect(!laptop.writerID.isBase, "the laptop found its counters reused")
+        #expect(laptop.values["phone-key"] == "p")
+        // The tablet's gossip was computed for the second disk's report (laptop:1), and may
+        // not carry the orphan: it is refused. The answer shows the tablet the other record,
+        // so its next gossip is its whole state, and the laptop adopts from that; then the
+        // tablet drops the orphan with the withdrawal and takes the copy.
+        var receipts: [SyncReceipt] = []
+        for _ in 0..<4 { receipts.append(try gossip(tablet, laptop)) }
+        #expect(receipts.map(\.ignored) == [.reusedCounters, nil, nil, nil])
+        #expect(receipts.flatMap(\.adopted).map(\.old) == [Dot(replica: "laptop", counter: 1)]
+                && receipts.flatMap(\.adopted).first?.new.replica == laptop.writerID, "\(receipts.map(\.adopted))")
+        for _ in 0..<3 {
+            for (a, b) in [(phone, tablet), (tablet, laptop), (laptop, phone), (tablet, phone)] { try gossip(a, b) }
+        }
+        let siblings = laptop.replicatedState.siblings(forKey: "k")
+        #expect(siblings.map(\.value) == [nil, "second"] && siblings.map(\.dot.replica) == ["laptop", laptop.writerID],
+                "the removal and the adopted write are both held: \(siblings)")
+        for store in [phone, tablet] {
+            #expect(store.replicatedState == laptop.replicatedState, "\(store.replicaID) differs from the laptop")
+        }
+        #expect(tablet.values["phone-key"] == "p")
+    }
+
     /// Gossip a writer sent before it withdrew the counters it carries, delivered after the
     /// withdrawal (`converge-sim run Simulations/device-restore-mesh.json --seed 386`,
     /// shrunk): the laptop's disk was replaced by an empty one, it wrote k3 under laptop:1

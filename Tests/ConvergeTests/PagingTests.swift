@@ -197,7 +197,7 @@ struct PagingTests {
             case .applyPage(let delta, let partialKeys): _ = state.apply(delta, partialKeys: Set(partialKeys))
             case .joinFullState(let delta, let keys): _ = state.join(try! ReplicatedMap(entries: delta.entries, context: delta.context), keys: keys)
             case .collectTombstones(let frontier): _ = state.collectTombstones(stableFrontier: frontier)
-            case .reportRejectedKeys, .answer, .ignore, .withdraw: break
+            case .reportRejectedKeys, .answer, .ignore, .withdraw, .adopt: break
             }
         }
     }

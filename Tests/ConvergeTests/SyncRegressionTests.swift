@@ -25,7 +25,7 @@ struct SyncRegressionTests {
                 case .applyPage(let delta, let partialKeys): map.apply(delta, partialKeys: Set(partialKeys))
                 case .joinFullState(let delta, let keys): map.join(try! ReplicatedMap(entries: delta.entries, context: delta.context), keys: keys)
                 case .collectTombstones(let frontier): map.collectTombstones(stableFrontier: frontier)
-                case .reportRejectedKeys, .answer, .ignore, .withdraw: break
+                case .reportRejectedKeys, .answer, .ignore, .withdraw, .adopt: break
                 }
             }
         }

@@ -133,7 +133,7 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// - Complexity: O(*r*) in the replicas of the gossip's context, plus O(*s*²) in the
     ///   sessions' runs (at most ``WriterSessions/maximumRuns``).
     public mutating func receive(_ message: SyncMessage, as writer: ReplicaID? = nil, holding context: VersionVector? = nil) -> [SyncAction] {
-        guard case .gossip(let gossip) = message else { return [.ignore(.unexpected)] }
+        guard case .gossip(var gossip) = message else { return [.ignore(.unexpected)] }
         guard gossip.account == account else { return [.ignore(.otherAccount(gossip.account))] }
         // Only gossip between two devices is compared and recorded
         // (``SyncGossip/isBetweenTwoDevices``).
@@ -148,6 +148,13 @@ public struct MeshSyncMachine: Hashable, Sendable {
             for withdrawn in gossip.withdrawnSessions where withdrawn.writer != writer ?? device {
                 actions += take(withdrawn: withdrawn, holding: context)
             }
+        }
+        // Writes of an earlier writer ID of this device's replica that no copy of it holds
+        // any more, which the device adopts (see ``orphanAdoption(in:as:)``).
+        var adoption: OrphanAdoption?
+        if betweenTwo, let writer, let found = orphanAdoption(in: gossip, as: writer) {
+            adoption = found
+            gossip = found.gossip
         }
         if betweenTwo && reusesCounters(gossip, as: writer) {
             // The sender's report came from another copy than its earlier ones, or it holds a
@@ -192,7 +199,73 @@ public struct MeshSyncMachine: Hashable, Sendable {
         // for more than it holds would miss what it lost. A stale report is always safe.
         peerContexts[gossip.sender] = gossip.delta.context
         peerWriters[gossip.sender] = gossip.writer ?? gossip.sender
-        return actions + (gossip.wantsReply ? [.applyDelta(gossip.delta), .answer(peer: gossip.sender)] : [.applyDelta(gossip.delta)])
+        actions.append(.applyDelta(gossip.delta))
+        if let adoption {
+            // Withdrawn only now that the device takes the writes: every holder drops them
+            // and fetches the device's copies.
+            for record in adoption.withdrawn { withdraw(record) }
+            actions.append(.adopt(adoption.orphans))
+        }
+        return actions + (gossip.wantsReply ? [.answer(peer: gossip.sender)] : [])
+    }
+
+    /// Writes a peer holds under counters of an earlier writer ID of this device's replica
+    /// (``ReplicaID/base``) that another copy of the store issued as well, and the gossip
+    /// left to apply without them.
+    struct OrphanAdoption {
+        /// The gossip without those writes, and with its context for their writer ID
+        /// lowered to below the first of them.
+        var gossip: SyncGossip
+        /// The writes, by key, under their old dots.
+        var orphans: [String: [Sibling]]
+        /// The records of those writes' sessions, from their first counter on.
+        var withdrawn: [SessionRecord]
+    }
+
+    /// The writes of `gossip` this device adopts: those of an earlier writer ID of its
+    /// replica, from the first counter for which the sender's relayed record of their
+    /// sessions names another session than the device's record (two copies of the store
+    /// issued those counters), when nothing else in the gossip is refused; `nil` if there
+    /// are none.
+    ///
+    /// Such writes are orphans: a copy of the store wrote them and then lost them (its
+    /// disk was replaced, or restored from a backup), so no copy of the writer can re-stamp
+    /// and withdraw them, and devices holding them and devices holding the other copy's
+    /// would refuse each other's gossip for good. The device is the writer's successor:
+    /// it re-stamps them under its own writer ID (``SyncAction/adopt(_:)``) and withdraws
+    /// the orphaned counters, so every holder drops them and fetches its copies, and the
+    /// writes it holds under those counters stand. Only gossip computed for a report that
+    /// did not reach those counters (or for none) is sure to carry every orphan.
+    ///
+    /// - Parameters:
+    ///   - gossip: Gossip between two devices.
+    ///   - writer: The device's current writer ID.
+    func orphanAdoption(in gossip: SyncGossip, as writer: ReplicaID) -> OrphanAdoption? {
+        guard !_ignoresWriterSessions else { return nil }
+        let senderWriter = gossip.writer ?? gossip.sender
+        var adoption = OrphanAdoption(gossip: gossip, orphans: [:], withdrawn: [])
+        for record in gossip.relayedSessions where record.writer != writer && record.writer != senderWriter
+            && record.writer.base == writer.base {
+            // Writes that a copy withdrew already have a re-stamped copy.
+            guard !withdrawnRecords.contains(where: { $0.writer == record.writer && record.holdsWithdrawn($0) }),
+                  let first = writerRecords[record.writer]?.firstDisagreement(with: record),
+                  (gossip.basis?[record.writer] ?? 0) < first,
+                  let withdrawn = SessionRecord.withdrawn(writer: record.writer, runs: record.runs, from: first, through: record.through)
+            else { continue }
+            adoption.gossip.relayedSessions.removeAll { $0 == record }
+            adoption.withdrawn.append(withdrawn)
+            var delta = adoption.gossip.delta
+            for (key, siblings) in delta.entries where siblings.contains(where: { $0.dot.replica == record.writer && $0.dot.counter >= first }) {
+                adoption.orphans[key, default: []] += siblings.filter { $0.dot.replica == record.writer && $0.dot.counter >= first }
+                // A key left with none keeps its empty list: the delta's context still drops
+                // what the orphans superseded.
+                delta.entries[key] = siblings.filter { !($0.dot.replica == record.writer && $0.dot.counter >= first) }
+            }
+            delta.context.set(record.writer, to: min(delta.context[record.writer], first - 1))
+            adoption.gossip.delta = delta
+        }
+        guard !adoption.withdrawn.isEmpty, !reusesCounters(adoption.gossip, as: writer) else { return nil }
+        return adoption
     }
 
     /// Keeps a withdrawn record and, if this device holds writes of it, drops them: the

@@ -321,6 +321,8 @@ extension ReplicatedKeyValueStore {
                 }
             }
             for delta in received { try checkReceivable(delta, in: state) }
+            // Writes a device adopts are received too: bounded and checked as any.
+            for case .adopt(let orphans) in actions { try checkReceivable(ReplicatedMap.Delta(entries: orphans, context: VersionVector()), in: state) }
             let known = received.map(\.context)
             // The hub's record of which session issued a counter of this writer, if this
             // store's own record names another, proves the same (a copy that issued as many).
@@ -478,6 +480,11 @@ extension ReplicatedKeyValueStore {
                 let outcome = try state.withdraw(writer: writer, from: from, reason: .serverChange, recording: &change)
                 events += outcome.events
                 receipt.changedKeys += outcome.visibleChanges
+            case .adopt(let orphans):
+                let (outcome, adopted) = try state.adopt(orphans, reason: .serverChange, recording: &change)
+                events += outcome.events
+                receipt.changedKeys += outcome.visibleChanges
+                receipt.adopted += adopted
             case .collectTombstones(let frontier):
                 state.collectTombstones(below: frontier, recording: &change)
             case .reportRejectedKeys(let keys):
@@ -515,8 +522,21 @@ package struct SyncReceipt: Sendable {
     /// The message proved this replica's counters reused: the store started a new
     /// incarnation instead of applying it (see ``ReplicatedKeyValueStore/writerID``).
     package var startedIncarnation = false
+    /// The writes the store adopted (see ``SyncAction/adopt(_:)``), in the order of their new dots.
+    package var adopted: [AdoptedWrite] = []
 
     package init() {}
+}
+
+/// A write a store adopted: an earlier writer ID's write that no copy of its store holds
+/// any more, re-stamped under the store's writer ID (see ``SyncAction/adopt(_:)``).
+package struct AdoptedWrite: Hashable, Sendable {
+    /// The write's key.
+    package var key: String
+    /// Its dot as the peer held it.
+    package var old: Dot
+    /// Its dot now.
+    package var new: Dot
 }
 
 /// The background syncs ``ReplicatedKeyValueStore/synchronize()`` schedules.

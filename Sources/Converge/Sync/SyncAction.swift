@@ -21,6 +21,12 @@ public enum SyncAction: Hashable, Sendable {
     /// writes under a new writer ID (see ``SessionRecord``); the other copy's writes under
     /// them are fetched again.
     case withdraw(writer: ReplicaID, from: UInt64)
+    /// Re-stamp these writes, by key, under the device's own writer ID (new counters, in
+    /// counter order, keeping values and timestamps) and hold them beside what the device
+    /// holds, reporting as ``applyDelta(_:)`` does: writes of an earlier writer ID of the
+    /// device's replica that no copy of its store holds any more, which the device
+    /// adopts (see ``MeshSyncMachine/receive(_:as:holding:)``).
+    case adopt([String: [Sibling]])
     /// Drop the tombstones this stable frontier covers.
     case collectTombstones(below: VersionVector)
     /// Report these keys as ``ChangeReason/quotaViolationChange``: the hub superseded this
