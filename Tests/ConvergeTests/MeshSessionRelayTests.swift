@@ -255,6 +255,33 @@ struct MeshSessionRelayTests {
         #expect(Set(b.values.keys) == everyKey)
     }
 
+    /// A peer that relays records of writer IDs it holds no write of (made up: one gossip
+    /// may carry thousands) makes the device keep, store and relay none of them: before,
+    /// every record was kept, and every gossip the device sent afterwards relayed them all.
+    @Test func recordsOfWritersTheGossipHoldsNothingOfAreNotKept() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try laptop.setValue("1", forKey: "k")
+        try gossip(laptop, phone)
+        guard case .gossip(var hostile) = try SyncMessage(encoded: try phone.gossip(to: "tablet")) else {
+            Issue.record("not gossip")
+            return
+        }
+        let madeUp = try (0..<500).map { index in
+            try #require(SessionRecord(writer: ReplicaID("ghost-\(1_000 + index)")!,
+                                       runs: WriterSessions(runs: [.init(firstCounter: 1, session: 7)])!, through: 3))
+        }
+        hostile.relayedSessions = (hostile.relayedSessions + madeUp).sorted { $0.writer < $1.writer }
+        let receipt = try tablet.receive(.gossip(hostile))
+        #expect(receipt.ignored == nil && tablet.values["k"] == "1")
+        guard case .gossip(let sent) = try SyncMessage(encoded: try tablet.gossip(to: "laptop")) else {
+            Issue.record("not gossip")
+            return
+        }
+        #expect(sent.relayedSessions.map(\.writer) == ["laptop"], "\(sent.relayedSessions.count) records relayed")
+    }
+
     /// The new gossip fields round-trip, and records out of order or empty lists are refused.
     @Test func relayedAndWithdrawnRecordsOnTheWireAreCanonical() throws {
         func record(_ writer: ReplicaID, _ first: UInt64, _ session: UInt64, through: UInt64) throws -> SessionRecord {

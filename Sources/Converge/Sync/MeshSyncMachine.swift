@@ -339,10 +339,13 @@ public struct MeshSyncMachine: Hashable, Sendable {
         take(record)
     }
 
-    /// Records what applied gossip relays of other writer IDs' sessions.
+    /// Records what applied gossip relays of other writer IDs' sessions: only of writer IDs
+    /// its context holds writes of (a sender relays what it holds), so the records a device
+    /// keeps, stores and relays grow with its context, not with what peers make up.
     private mutating func recordRelayedSessions(of gossip: SyncGossip, as writer: ReplicaID?) {
         let senderWriter = gossip.writer ?? gossip.sender
-        for record in gossip.relayedSessions where record.writer != writer ?? device && record.writer != senderWriter {
+        for record in gossip.relayedSessions where record.writer != writer ?? device && record.writer != senderWriter
+            && gossip.delta.context[record.writer] > 0 {
             take(record)
         }
     }
