@@ -196,9 +196,15 @@ extension ReplicatedKeyValueStore.State {
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed; nothing
     ///   changes then.
-    mutating func merge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], reason: ChangeReason,
+    ///
+    /// - Parameter emptyKeysDrop: Whether a key with no siblings is taken as dropping what
+    ///   the context covers of it (the rest of a gossip whose only writes of a key a device
+    ///   adopted: ``SyncAction/adopt(_:)``) instead of refused.
+    mutating func merge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], emptyKeysDrop: Bool = false, reason: ChangeReason,
                         recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
-        guard let planned = try plannedMerge(delta, partialKeys: partialKeys, reason: reason) else { return ReplicatedKeyValueStore.MergeOutcome() }
+        guard let planned = try plannedMerge(delta, partialKeys: partialKeys, emptyKeysDrop: emptyKeysDrop, reason: reason) else {
+            return ReplicatedKeyValueStore.MergeOutcome()
+        }
         Self.record(planned.change, after: &change)
         map.replaceEntries(planned.change.entries, settingCounters: planned.change.contextCounters, wholeContext: planned.change.replacesContext)
         clock = planned.clock
@@ -210,14 +216,13 @@ extension ReplicatedKeyValueStore.State {
     /// and what to report; `nil` if it changes nothing.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed.
-    func plannedMerge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], reason: ChangeReason) throws(ConvergeError)
+    func plannedMerge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], emptyKeysDrop: Bool = false, reason: ChangeReason) throws(ConvergeError)
         -> (change: StorageChange, clock: HybridLogicalClock, outcome: ReplicatedKeyValueStore.MergeOutcome)? {
         // A delta built in this process (not decoded, which checks it) could hold siblings its
         // context does not cover; joined, they would break the state and travel on to every
-        // replica. Refuse it instead. A key with no siblings (never decoded, but left by a
-        // device that adopts the only writes gossip held of a key: ``SyncAction/adopt(_:)``)
-        // drops what the context covers of it.
-        try ReplicatedMap.validate(entries: delta.entries.filter { !$0.value.isEmpty || $0.key.isEmpty }, context: delta.context)
+        // replica. Refuse it instead. A key with no siblings is refused too, unless asked.
+        try ReplicatedMap.validate(entries: emptyKeysDrop ? delta.entries.filter { !$0.value.isEmpty || $0.key.isEmpty } : delta.entries,
+                                   context: delta.context)
         let planned = map.plannedApply(brokenJoin ? ReplicatedMap.Delta(entries: delta.entries.filter { map.entries[$0.key] == nil },
                                                                         context: delta.context) : delta, partialKeys: partialKeys)
         var nextClock = clock

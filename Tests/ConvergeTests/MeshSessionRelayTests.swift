@@ -129,18 +129,8 @@ struct MeshSessionRelayTests {
     /// the write the tablet holds: it re-stamps it under its own writer ID and withdraws the
     /// orphaned counter, and every device ends with both writes.
     @Test func aWriteNoCopyOfItsWriterHoldsIsAdoptedByTheWritersSuccessor() throws {
-        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
-        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
-        var laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
-        try laptop.setValue("first", forKey: "k")
-        laptop.removeObject(forKey: "k")
-        try gossip(laptop, phone)
-        laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)   // an empty disk
-        clock.advance(byMilliseconds: 1_000)
-        try laptop.setValue("second", forKey: "k")
-        try gossip(laptop, tablet)
-        try phone.setValue("p", forKey: "phone-key")
-        laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)   // and again
+        let (phone, tablet) = try orphanHeldByTheTablet()
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)   // an empty disk again
         #expect(try gossip(phone, tablet).ignored == .reusedCounters, "the phone and the tablet hold two writes under laptop:1")
         // Refused as computed for the old disk's report, then proving the reuse, then
         // computed for the old writer ID's report, then taken.
@@ -166,6 +156,25 @@ struct MeshSessionRelayTests {
             #expect(store.replicatedState == laptop.replicatedState, "\(store.replicaID) differs from the laptop")
         }
         #expect(tablet.values["phone-key"] == "p")
+    }
+
+    /// The laptop removes `k` as laptop:2 and the phone takes it; the laptop's disk is then
+    /// replaced by an empty one, it writes `k` = "second" under laptop:1 again and the tablet
+    /// takes that, and the phone writes `phone-key`. The laptop's disk is to be replaced once
+    /// more: the tablet's laptop:1 is an orphan.
+    func orphanHeldByTheTablet() throws -> (phone: ReplicatedKeyValueStore, tablet: ReplicatedKeyValueStore) {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        var laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        try laptop.setValue("first", forKey: "k")
+        laptop.removeObject(forKey: "k")
+        try gossip(laptop, phone)
+        laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)   // an empty disk
+        clock.advance(byMilliseconds: 1_000)
+        try laptop.setValue("second", forKey: "k")
+        try gossip(laptop, tablet)
+        try phone.setValue("p", forKey: "phone-key")
+        return (phone, tablet)
     }
 
     /// Gossip a writer sent before it withdrew the counters it carries, delivered after the

@@ -307,7 +307,10 @@ extension ReplicatedKeyValueStore {
             switch message {
             case .reply, .upToDate:
                 actions = next.hubMachine.receive(state.resolvesRelativeRepliesBlindly ? message.resolvedBlindly(by: next.hubMachine) : message)
-            case .gossip: actions = next.meshMachine.receive(message, as: state.writerID, holding: state.map.context)
+            case .gossip:
+                actions = next.meshMachine.receive(message, as: state.writerID, holding: state.map.context) { key, write in
+                    state.map.siblings(forKey: key).contains(write)
+                }
             case .push, .poll: actions = [.ignore(.unexpected)]
             }
             // What the sender holds of this replica's writes: more than the store itself
@@ -457,10 +460,13 @@ extension ReplicatedKeyValueStore {
                           recording change: inout StorageChange?) throws(ConvergeError) -> (events: [StoreEvent], receipt: SyncReceipt) {
         var events: [StoreEvent] = []
         var receipt = SyncReceipt()
+        // The rest of a gossip whose only writes of a key the device adopts keeps the key,
+        // with no siblings: what the adopted writes superseded is dropped.
+        let adopts = actions.contains { if case .adopt = $0 { true } else { false } }
         for action in actions {
             switch action {
             case .applyDelta(let delta):
-                let outcome = try state.merge(delta, reason: .serverChange, recording: &change)
+                let outcome = try state.merge(delta, emptyKeysDrop: adopts, reason: .serverChange, recording: &change)
                 events += outcome.events
                 receipt.changedKeys += outcome.visibleChanges
             case .applyPage(let delta, let partialKeys):

@@ -23,9 +23,11 @@ public enum SyncAction: Hashable, Sendable {
     case withdraw(writer: ReplicaID, from: UInt64)
     /// Re-stamp these writes, by key, under the device's own writer ID (new counters, in
     /// counter order, keeping values and timestamps) and hold them beside what the device
-    /// holds, reporting as ``applyDelta(_:)`` does: writes of an earlier writer ID of the
+    /// holds, reporting as ``applyDelta(_:)`` does: writes of the first writer ID of the
     /// device's replica that no copy of its store holds any more, which the device
-    /// adopts (see ``MeshSyncMachine/receive(_:as:holding:)``).
+    /// adopts (see ``MeshSyncMachine/receive(_:as:holding:holds:)``). The machine has
+    /// withdrawn their old counters by then, so whoever carries out the actions must adopt
+    /// them: a store does.
     case adopt([String: [Sibling]])
     /// Drop the tombstones this stable frontier covers.
     case collectTombstones(below: VersionVector)
@@ -52,7 +54,7 @@ public enum SyncIgnoredReason: Hashable, Sendable {
     /// Gossip whose sender's write sessions name another session, for a counter of its
     /// writer ID, than the sender's earlier gossip did: two copies of one store write under
     /// one ID (a restored or copied store), and the device would take one copy's writes
-    /// for the other's it holds. See ``MeshSyncMachine/receive(_:as:holding:)``.
+    /// for the other's it holds. See ``MeshSyncMachine/receive(_:as:holding:holds:)``.
     case reusedCounters
     /// Gossip computed for what another writer ID of this device reported (an earlier
     /// incarnation, or a twin under the same replica ID, see ``SyncGossip/recipient``): the
