@@ -194,15 +194,14 @@ extension ReplicatedKeyValueStore.State {
 extension ReplicatedKeyValueStore.State {
     /// Merges `delta`, recording the change after `change`.
     ///
+    /// - Parameter treatingEmptyKeysAsDrops: Whether a key with no siblings is taken as
+    ///   dropping what the context covers of it (the rest of a gossip whose only writes of a
+    ///   key a device adopted: ``SyncAction/adopt(_:)``) instead of refused.
     /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed; nothing
     ///   changes then.
-    ///
-    /// - Parameter emptyKeysDrop: Whether a key with no siblings is taken as dropping what
-    ///   the context covers of it (the rest of a gossip whose only writes of a key a device
-    ///   adopted: ``SyncAction/adopt(_:)``) instead of refused.
-    mutating func merge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], emptyKeysDrop: Bool = false, reason: ChangeReason,
+    mutating func merge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], treatingEmptyKeysAsDrops: Bool = false, reason: ChangeReason,
                         recording change: inout StorageChange?) throws(ConvergeError) -> ReplicatedKeyValueStore.MergeOutcome {
-        guard let planned = try plannedMerge(delta, partialKeys: partialKeys, emptyKeysDrop: emptyKeysDrop, reason: reason) else {
+        guard let planned = try plannedMerge(delta, partialKeys: partialKeys, treatingEmptyKeysAsDrops: treatingEmptyKeysAsDrops, reason: reason) else {
             return ReplicatedKeyValueStore.MergeOutcome()
         }
         Self.record(planned.change, after: &change)
@@ -216,12 +215,12 @@ extension ReplicatedKeyValueStore.State {
     /// and what to report; `nil` if it changes nothing.
     ///
     /// - Throws: ``ConvergeError/malformed(_:)`` if the delta is not well formed.
-    func plannedMerge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], emptyKeysDrop: Bool = false, reason: ChangeReason) throws(ConvergeError)
+    func plannedMerge(_ delta: ReplicatedMap.Delta, partialKeys: Set<String> = [], treatingEmptyKeysAsDrops: Bool = false, reason: ChangeReason) throws(ConvergeError)
         -> (change: StorageChange, clock: HybridLogicalClock, outcome: ReplicatedKeyValueStore.MergeOutcome)? {
         // A delta built in this process (not decoded, which checks it) could hold siblings its
         // context does not cover; joined, they would break the state and travel on to every
         // replica. Refuse it instead. A key with no siblings is refused too, unless asked.
-        try ReplicatedMap.validate(entries: emptyKeysDrop ? delta.entries.filter { !$0.value.isEmpty || $0.key.isEmpty } : delta.entries,
+        try ReplicatedMap.validate(entries: treatingEmptyKeysAsDrops ? delta.entries.filter { !$0.value.isEmpty || $0.key.isEmpty } : delta.entries,
                                    context: delta.context)
         let planned = map.plannedApply(brokenJoin ? ReplicatedMap.Delta(entries: delta.entries.filter { map.entries[$0.key] == nil },
                                                                         context: delta.context) : delta, partialKeys: partialKeys)

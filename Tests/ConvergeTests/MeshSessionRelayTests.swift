@@ -120,7 +120,7 @@ struct MeshSessionRelayTests {
     }
 
     /// Orphans (`converge-sim run Simulations/device-restore-mesh.json --topology mesh --seed
-    /// 60016`, shrunk): the laptop removed `k` as laptop:1 and the phone took it; the laptop's
+    /// 60016`, shrunk): the laptop removed `k` as laptop:2 and the phone took it; the laptop's
     /// disk was then replaced by an empty one, it wrote `k` again under laptop:1 and the
     /// tablet took that; and its disk was replaced once more before it learnt of the reuse.
     /// No copy of the laptop holds the second write, so none can re-stamp and withdraw it:

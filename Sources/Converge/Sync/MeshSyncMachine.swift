@@ -121,8 +121,8 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// (``SyncIgnoredReason/otherIncarnation``); the sender's report is recorded, and the
     /// device answers if asked, so the sender learns what the device holds now.
     ///
-    /// Writes of the device's first writer ID that no copy of its store holds any more
-    /// are adopted (``SyncAction/adopt(_:)``).
+    /// Writes of the device's first writer ID that it takes for orphans (no copy of its
+    /// store holds them any more) are adopted (``SyncAction/adopt(_:)``).
     ///
     /// - Parameters:
     ///   - message: The message from a peer.
@@ -132,11 +132,14 @@ public struct MeshSyncMachine: Hashable, Sendable {
     ///   - context: What the device holds, or `nil` not to check the gossip's
     ///     ``SyncGossip/basis`` (nor whether it holds more of a withdrawn writer ID than was
     ///     withdrawn).
-    ///   - holds: Whether the device holds a write under its key, or `nil` to take it as
-    ///     holding none: a write it holds is never adopted.
+    ///   - holds: Whether the device holds a write under its key: a write it holds is never
+    ///     adopted. `nil` (the default) adopts nothing: a caller that passes it must carry
+    ///     out ``SyncAction/adopt(_:)``, since the machine withdraws the adopted counters.
     /// - Returns: The actions, in order.
     /// - Complexity: O(*r*) in the replicas of the gossip's context, plus O(*s*²) in the
-    ///   sessions' runs (at most ``WriterSessions/maximumRuns``).
+    ///   sessions' runs (at most ``WriterSessions/maximumRuns``); when the gossip relays a
+    ///   disputed record of the device's first writer ID, also O(*n*) in its siblings, each
+    ///   of that writer ID looked up with `holds`.
     public mutating func receive(_ message: SyncMessage, as writer: ReplicaID? = nil, holding context: VersionVector? = nil,
                                  holds: ((_ key: String, _ write: Sibling) -> Bool)? = nil) -> [SyncAction] {
         guard case .gossip(var gossip) = message else { return [.ignore(.unexpected)] }
@@ -155,8 +158,8 @@ public struct MeshSyncMachine: Hashable, Sendable {
                 actions += take(withdrawn: withdrawn, holding: context)
             }
         }
-        // Writes of an earlier writer ID of this device's replica that no copy of it holds
-        // any more, which the device adopts (see ``orphanAdoption(in:as:)``).
+        // Writes of this device's first writer ID that it takes for orphans, and adopts
+        // (see ``orphanAdoption(in:as:holds:)``).
         var adoption: OrphanAdoption?
         if betweenTwo, let writer, let found = orphanAdoption(in: gossip, as: writer, holds: holds) {
             adoption = found
@@ -215,81 +218,6 @@ public struct MeshSyncMachine: Hashable, Sendable {
         return actions + (gossip.wantsReply ? [.answer(peer: gossip.sender)] : [])
     }
 
-    /// Writes a peer holds under counters of an earlier writer ID of this device's replica
-    /// (``ReplicaID/base``) that another copy of the store issued as well, and the gossip
-    /// left to apply without them.
-    struct OrphanAdoption {
-        /// The gossip without those writes, and with its context for their writer ID
-        /// lowered to below the first of them.
-        var gossip: SyncGossip
-        /// The writes, by key, under their old dots.
-        var orphans: [String: [Sibling]]
-        /// The records of those writes' sessions, from their first counter on.
-        var withdrawn: [SessionRecord]
-    }
-
-    /// The writes of `gossip` this device adopts: those of its replica's first writer ID
-    /// (``ReplicaID/base``) when the device writes under a later one, from the first
-    /// counter for which the sender's relayed record of their sessions names another
-    /// session than the device's record (two copies of the store issued those counters),
-    /// when nothing else in the gossip is refused; `nil` if there are none.
-    ///
-    /// Such writes are orphans: a copy of the store wrote them and then lost them (its
-    /// disk was replaced, or restored from a backup), so no copy of the writer can re-stamp
-    /// and withdraw them, and devices holding them and devices holding the other copy's
-    /// would refuse each other's gossip for good. The device is the writer's successor:
-    /// it re-stamps them under its own writer ID (``SyncAction/adopt(_:)``) and withdraws
-    /// the orphaned counters, so every holder drops them and fetches its copies, and the
-    /// writes it holds under those counters stand. Only gossip computed for a report that
-    /// did not reach those counters (or for none) is sure to carry every orphan.
-    ///
-    /// Not adopted: writes under counters of those sessions that a withdrawn record already
-    /// covers (their copies exist: a holder that held more of the session than the one the
-    /// device adopted from); writes the device holds itself, the same write under the same
-    /// dot (`holds`): a record that disputes only those is not believed, and the gossip is
-    /// refused as any whose records disagree. Two successors (copies of the store that both
-    /// moved on) may each adopt an orphan: it is then held twice, under two dots.
-    ///
-    /// - Parameters:
-    ///   - gossip: Gossip between two devices.
-    ///   - writer: The device's current writer ID.
-    ///   - holds: Whether the device holds a write, under its key; `nil` takes it as
-    ///     holding none.
-    func orphanAdoption(in gossip: SyncGossip, as writer: ReplicaID, holds: ((String, Sibling) -> Bool)?) -> OrphanAdoption? {
-        guard !_ignoresWriterSessions, !writer.isBase else { return nil }
-        let senderWriter = gossip.writer ?? gossip.sender
-        var adoption = OrphanAdoption(gossip: gossip, orphans: [:], withdrawn: [])
-        for record in gossip.relayedSessions where record.writer == writer.base && record.writer != senderWriter {
-            // Writes that a copy withdrew already have a re-stamped copy.
-            guard !withdrawnRecords.contains(where: { $0.writer == record.writer && record.holdsWithdrawn($0) }),
-                  let first = writerRecords[record.writer]?.firstDisagreement(with: record),
-                  (gossip.basis?[record.writer] ?? 0) < first,
-                  let withdrawn = SessionRecord.withdrawn(writer: record.writer, runs: record.runs, from: first, through: record.through)
-            else { continue }
-            let copied = withdrawnRecords.filter { $0.writer == record.writer && $0.first <= first && $0.firstDisagreement(with: record) == nil }
-                .map(\.through).max() ?? 0
-            let adoptingFrom = max(first, copied + 1)
-            var delta = adoption.gossip.delta
-            var orphans: [String: [Sibling]] = [:]
-            var heldAlready = false
-            for (key, siblings) in delta.entries where siblings.contains(where: { $0.dot.replica == record.writer && $0.dot.counter >= first }) {
-                for sibling in siblings where sibling.dot.replica == record.writer && sibling.dot.counter >= adoptingFrom {
-                    if holds?(key, sibling) == true { heldAlready = true } else { orphans[key, default: []].append(sibling) }
-                }
-                // A key left with none keeps its empty list: the delta's context still drops
-                // what the orphans superseded.
-                delta.entries[key] = siblings.filter { !($0.dot.replica == record.writer && $0.dot.counter >= first) }
-            }
-            guard !heldAlready || !orphans.isEmpty else { continue }
-            delta.context.set(record.writer, to: min(delta.context[record.writer], first - 1))
-            adoption.gossip.delta = delta
-            adoption.gossip.relayedSessions.removeAll { $0 == record }
-            adoption.withdrawn.append(withdrawn)
-            adoption.orphans.merge(orphans) { $0 + $1 }
-        }
-        guard !adoption.withdrawn.isEmpty, !reusesCounters(adoption.gossip, as: writer) else { return nil }
-        return adoption
-    }
 
     /// Keeps a withdrawn record and, if this device holds writes of it, drops them: the
     /// action to carry out (none if it holds none, or knew the record already).

@@ -466,7 +466,7 @@ extension ReplicatedKeyValueStore {
         for action in actions {
             switch action {
             case .applyDelta(let delta):
-                let outcome = try state.merge(delta, emptyKeysDrop: adopts, reason: .serverChange, recording: &change)
+                let outcome = try state.merge(delta, treatingEmptyKeysAsDrops: adopts, reason: .serverChange, recording: &change)
                 events += outcome.events
                 receipt.changedKeys += outcome.visibleChanges
             case .applyPage(let delta, let partialKeys):

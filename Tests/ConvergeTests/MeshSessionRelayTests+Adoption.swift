@@ -2,10 +2,9 @@
 import Testing
 
 /// The mesh's adoption of orphans (a write no copy of its writer holds any more, adopted by
-/// the writer's new incarnation: `MeshSessionRelayTests`), attacked as a reviewer did: a
-/// holder that holds more of the orphaned session than the one adopted from, a live twin
-/// under the same base, a forged record, a delta key with no siblings through the public
-/// merge, and two successors. Part of the suite `MeshSessionRelayTests`.
+/// the writer's new incarnation), where it could go wrong: a holder that holds more of the
+/// orphaned session than the one adopted from, a live twin under the same base, a forged
+/// record, a delta key with no siblings through the public merge, and two successors.
 extension MeshSessionRelayTests {
     /// Each store's siblings and context, for a failure's message.
     func dump(_ stores: [ReplicatedKeyValueStore]) -> String {
@@ -58,7 +57,7 @@ extension MeshSessionRelayTests {
 
     /// Two copies of the successor (a clone of laptop~n taken before either adopts) both
     /// adopt the tablet's orphan before the tablet hears of the withdrawal: a known limit
-    /// (README, "What you must not do"). Nothing is lost and every device converges, but the
+    /// (README, "What you must not do", the mesh). Nothing is lost and every device converges, but the
     /// orphan is held twice, under each copy's dot.
     @Test func twoSuccessorClonesAdoptTheSameOrphan() throws {
         let (phone, tablet) = try orphanHeldByTheTablet()
@@ -127,6 +126,31 @@ extension MeshSessionRelayTests {
         #expect(receipt.adopted.isEmpty && receipt.ignored == .reusedCounters, "the victim adopted honest writes it already held: \(receipt.adopted)")
         let twos = phone.replicatedState.entries.values.flatMap { $0 }.filter { $0.value == "two" }
         #expect(twos.count == 1, "'two' is held \(twos.count) times at the phone: \(twos.map(\.dot))")
+    }
+
+    /// A sender whose context holds more of the first writer ID than its relayed record
+    /// reaches (writes read from a shared folder, or a forged gossip): the withdrawal would
+    /// reach only as far as the record, and the sender would keep the rest under their dots
+    /// beside the copies. Nothing is adopted; the gossip is refused as before.
+    @Test func nothingIsAdoptedFromASenderHoldingMoreThanItsRecordShows() throws {
+        let (phone, tablet) = try orphanHeldByTheTablet()
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)   // an empty disk again
+        for _ in 0..<4 { try gossip(phone, laptop) }
+        #expect(!laptop.writerID.isBase)
+        // The tablet's gossip, computed for nothing, with one more write of the laptop's
+        // first writer ID than the record it relays shows.
+        let bytes = try tablet.gossip(to: "laptop")
+        guard case .gossip(var gossip) = try SyncMessage(encoded: bytes), gossip.relayedSessions.contains(where: { $0.writer == "laptop" }) else {
+            Issue.record("no record of the laptop relayed")
+            return
+        }
+        let extra = try #require(laptop.replicatedState.siblings(forKey: "phone-key").first)
+        gossip.basis = nil
+        gossip.recipient = laptop.writerID
+        gossip.delta.entries["beyond"] = [Sibling(dot: Dot(replica: "laptop", counter: 2), timestamp: extra.timestamp, value: "beyond")]
+        gossip.delta.context.raise("laptop", to: 2)
+        let receipt = try laptop.receive(.gossip(gossip))
+        #expect(receipt.adopted.isEmpty && receipt.ignored == .reusedCounters, "\(receipt.adopted), \(String(describing: receipt.ignored))")
     }
 
     /// A delta key with no siblings is refused by the public merge: only the rest of a
