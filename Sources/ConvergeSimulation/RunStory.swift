@@ -50,7 +50,7 @@ package enum RunStory {
         var lines = ["What happened (seed \(result.seed), \(options.topology.rawValue) topology, \(options.policy.rawValue); times in ms):"]
         if events.count > maximumLines {
             lines += events.prefix(maximumLines)
-            lines.append("\(pad("")) … \(events.count - maximumLines) more lines (converge-sim view draws the whole run)")
+            lines.append("\(pad("")) … \(events.count - maximumLines) more lines (`replay --story --every-message` tells them all; `converge-sim view` draws the whole run)")
         } else {
             lines += events
         }

@@ -218,7 +218,6 @@ public struct MeshSyncMachine: Hashable, Sendable {
         return actions + (gossip.wantsReply ? [.answer(peer: gossip.sender)] : [])
     }
 
-
     /// Keeps a withdrawn record and, if this device holds writes of it, drops them: the
     /// action to carry out (none if it holds none, or knew the record already).
     private mutating func take(withdrawn: SessionRecord, holding context: VersionVector?) -> [SyncAction] {
