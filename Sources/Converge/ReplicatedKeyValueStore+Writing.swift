@@ -14,7 +14,7 @@ extension ReplicatedKeyValueStore {
     /// A planned write: what to record, and what to report once it is committed.
     struct WritePlan<Result: Sendable>: Sendable {
         /// What the storage records and memory then takes; `nil` changes nothing durable.
-        var update: StorageUpdate?
+        var record: PlannedRecord?
         /// The sync machines after the write (they record what a hub or peers reported),
         /// or `nil` to keep them. Boxed: a plan is moved at every write, and the machines
         /// are large (inline, they were most of the bytes a local write copied).
@@ -26,10 +26,57 @@ extension ReplicatedKeyValueStore {
 
         init(update: StorageUpdate? = nil, machines: (hub: DeviceSyncMachine, mesh: MeshSyncMachine)? = nil,
              events: [StoreEvent] = [], result: Result) {
-            self.update = update
+            self.record = update.map(PlannedRecord.update)
             self.machines = machines.map { PlannedMachines(hub: $0.hub, mesh: $0.mesh) }
             self.events = events
             self.result = result
+        }
+
+        /// A plan that writes one key, and changes nothing else.
+        init(localWrite: LocalWrite, result: Result) {
+            self.record = .localWrite(localWrite)
+            self.result = result
+        }
+    }
+
+    /// What a plan records: any update, or the write of one key by this store object.
+    enum PlannedRecord: Sendable {
+        case update(StorageUpdate)
+        case localWrite(LocalWrite)
+
+        /// What the storage records.
+        var storageUpdate: StorageUpdate {
+            switch self {
+            case .update(let update): return update
+            case .localWrite(let write): return .change(write.storageChange)
+            }
+        }
+    }
+
+    /// One key written by this store object (``setValue(_:forKey:)``), kept as it is: memory
+    /// takes it without the dictionaries of a ``StorageChange``, which cost a write more
+    /// to build, hash and free than the rest of putting it in place.
+    struct LocalWrite: Sendable {
+        /// The key written.
+        var key: String
+        /// The key's one sibling after the write (it replaces every other); its dot's counter
+        /// is the writer's new counter in the context, and its timestamp the clock's.
+        var siblings: [Sibling]
+        /// Metadata records to set (the sessions record, at a session's first write).
+        var metadata: [String: [UInt8]?]
+
+        init(key: String, sibling: Sibling, metadata: [String: [UInt8]?]) {
+            self.key = key
+            self.siblings = [sibling]
+            self.metadata = metadata
+        }
+
+        /// The write as a change for a storage: only the writer's counter changes, so it
+        /// costs the same whatever the size of the context.
+        var storageChange: StorageChange {
+            let dot = siblings[0].dot
+            return StorageChange(entries: [key: siblings], contextCounters: [dot.replica: dot.counter], clock: siblings[0].timestamp,
+                                 metadata: metadata)
         }
     }
 
@@ -65,7 +112,7 @@ extension ReplicatedKeyValueStore {
                         events += state.withLock { $0.takeCatchUp(update) }.events
                     }
                     let plan = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
-                    let update = plan.update
+                    let update = plan.record?.storageUpdate
                     planned = consume plan
                     return update
                 }
@@ -80,7 +127,11 @@ extension ReplicatedKeyValueStore {
                     state.meshMachine = machines.mesh
                 }
                 // After the machines: an update that starts a new incarnation replaces the hub's.
-                if let update = planned.update { state.install(update) }
+                switch planned.record {
+                case .update(let update)?: state.install(update)
+                case .localWrite(let write)?: state.install(write)
+                case nil: break
+                }
                 state._checkInvariants()
             }
             events += planned.events
@@ -140,6 +191,24 @@ extension ReplicatedKeyValueStore.State {
             for siblings in stored.map.entries.values { for sibling in siblings { clock.observe(sibling.timestamp) } }
             metadata = stored.metadata
         }
+        followMetadata()
+    }
+
+    /// Puts in place a write of one key this object planned and the storage committed:
+    /// what ``install(_:)`` does with the write's ``ReplicatedKeyValueStore/LocalWrite/storageChange``,
+    /// with one lookup of the key and no dictionary built.
+    mutating func install(_ write: ReplicatedKeyValueStore.LocalWrite) {
+        let dot = write.siblings[0].dot
+        map.replaceSiblings(forKey: write.key, with: write.siblings, settingCounter: dot.counter, of: dot.replica)
+        clock.observe(write.siblings[0].timestamp)
+        if write.metadata.isEmpty { return }
+        for (name, record) in write.metadata { metadata[name] = record }
+        followMetadata()
+    }
+
+    /// Follows what the metadata records once it changed: a new incarnation, an account
+    /// switch, whether the sessions record still ends in this object's run.
+    private mutating func followMetadata() {
         // A new incarnation recorded by this object or another writer of the storage.
         let writer = writerID.base.incarnation(ReplicatedKeyValueStore.incarnation(in: metadata))
         if writer != writerID {

@@ -186,21 +186,20 @@ public final class ReplicatedKeyValueStore: Sendable {
         let key = Self.canonicalSpelling(of: key)
         defer { notifyLocalWrite(keys: [key]) }
         return try performWrite { (state: State) throws(ConvergeError) -> WritePlan<Void> in
+            // One lookup of the key serves the quota check and the plan.
+            let current = state.map.siblings(forKey: key)
             if !(state.brokenSoftQuota && !quota.admits(state.map.usage)) {
-                try quota.check(writing: value, forKey: key, in: state.map)
+                try quota.check(writing: value, forKey: key, usage: state.map.usage, siblings: current)
             }
             if value == nil && state.brokenRemoves { return WritePlan(result: ()) }
             var clock = state.clock
             let timestamp = clock.tick(nowMilliseconds: physicalClock.nowMilliseconds())
             // The counter comes from the state just caught up inside the write transaction,
             // so no other writer of the storage can have issued it.
-            guard let sibling = state.map.plannedWrite(value, forKey: key, replica: state.writerID, timestamp: timestamp) else {
+            guard let sibling = state.map.plannedWrite(value, forKey: key, replacing: current, replica: state.writerID, timestamp: timestamp) else {
                 return WritePlan(result: ())
             }
-            // Only the writer's counter changes: the change costs the same whatever the size of the context.
-            return WritePlan(update: .change(StorageChange(entries: [key: [sibling]], contextCounters: [state.writerID: sibling.dot.counter],
-                                                           clock: timestamp,
-                                                           metadata: state.sessionRecord(issuing: sibling.dot.counter))),
+            return WritePlan(localWrite: LocalWrite(key: key, sibling: sibling, metadata: state.sessionRecord(issuing: sibling.dot.counter)),
                              result: ())
         }
     }

@@ -170,8 +170,15 @@ public struct ReplicatedMap: Hashable, Sendable {
     /// The sibling ``write(_:forKey:replica:timestamp:)`` would create, without changing
     /// anything: `nil` for a no-op removal. A store saves it durably, then commits it.
     func plannedWrite(_ value: Value?, forKey key: String, replica: ReplicaID, timestamp: HybridTimestamp) -> Sibling? {
+        plannedWrite(value, forKey: key, replacing: siblings(forKey: key), replica: replica, timestamp: timestamp)
+    }
+
+    /// ``plannedWrite(_:forKey:replica:timestamp:)`` given the key's siblings, which the
+    /// caller looked up already (a store checks them against its quota first).
+    func plannedWrite(_ value: Value?, forKey key: String, replacing current: [Sibling], replica: ReplicaID,
+                      timestamp: HybridTimestamp) -> Sibling? {
         precondition(!key.isEmpty, "keys must not be empty")
-        if value == nil, entries[key]?.allSatisfy(\.isTombstone) ?? true { return nil }
+        if value == nil, current.allSatisfy(\.isTombstone) { return nil }
         return Sibling(dot: Dot(replica: replica, counter: context[replica] + 1), timestamp: timestamp, value: value)
     }
 
@@ -388,6 +395,14 @@ public struct ReplicatedMap: Hashable, Sendable {
     mutating func replaceEntries(_ changed: [String: [Sibling]], settingCounters counters: [ReplicaID: UInt64], wholeContext: Bool = false) {
         for (key, siblings) in changed { replaceSiblings(forKey: key, with: siblings) }
         if wholeContext { context = VersionVector(counters) } else { context.setCounters(counters) }
+        _checkInvariants()
+    }
+
+    /// ``replaceEntries(_:settingCounters:wholeContext:)`` for one key and one counter (a
+    /// store putting in place a write of one key): no dictionary to build or walk.
+    mutating func replaceSiblings(forKey key: String, with siblings: [Sibling], settingCounter counter: UInt64, of replica: ReplicaID) {
+        replaceSiblings(forKey: key, with: siblings)
+        context.set(replica, to: counter)
         _checkInvariants()
     }
 
