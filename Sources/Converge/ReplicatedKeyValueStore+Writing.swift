@@ -104,21 +104,28 @@ extension ReplicatedKeyValueStore {
         defer { emit(events) }
         return try storageSequence.withLock { (seen: inout UInt64) throws(ConvergeError) -> Result in
             var planned: WritePlan<Result>?
-            var caughtUp = seen
-            do throws(ConvergeError) {
-                seen = try storage.write(since: seen) { (catchUp: StorageCatchUp) throws(ConvergeError) -> StorageUpdate? in
-                    caughtUp = catchUp.sequence
-                    if let update = catchUp.update {
-                        events += state.withLock { $0.takeCatchUp(update) }.events
+            if storageKeepsNothing {
+                // What the storage's `write(since:_:)` comes to, without calling it: it keeps
+                // nothing, so there is never anything to catch up with, and no change to build
+                // for it.
+                planned = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
+            } else {
+                var caughtUp = seen
+                do throws(ConvergeError) {
+                    seen = try storage.write(since: seen) { (catchUp: StorageCatchUp) throws(ConvergeError) -> StorageUpdate? in
+                        caughtUp = catchUp.sequence
+                        if let update = catchUp.update {
+                            events += state.withLock { $0.takeCatchUp(update) }.events
+                        }
+                        let plan = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
+                        let update = plan.record?.storageUpdate
+                        planned = consume plan
+                        return update
                     }
-                    let plan = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
-                    let update = plan.record?.storageUpdate
-                    planned = consume plan
-                    return update
+                } catch {
+                    seen = caughtUp
+                    throw error
                 }
-            } catch {
-                seen = caughtUp
-                throw error
             }
             guard let planned else { return try unreachable() }
             state.withLock { state in

@@ -33,6 +33,10 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// The background syncs ``synchronize()`` schedules for transports that cannot answer
     /// at once.
     let scheduledSyncs = Mutex(ScheduledSyncs())
+    /// Whether ``storage`` is the ``VolatileStorage`` this object made for itself: it keeps
+    /// nothing, so a write neither catches up with it nor hands it a change (see
+    /// ``performWrite(_:)``).
+    let storageKeepsNothing: Bool
 
     struct State: Sendable {
         var map: ReplicatedMap
@@ -102,7 +106,8 @@ public final class ReplicatedKeyValueStore: Sendable {
         clock: any PhysicalClock = SystemClock()
     ) {
         // Nothing can reopen this store, so its storage keeps no second copy; it cannot fail.
-        try! self.init(replicaID: replicaID, storage: VolatileStorage(), quota: quota, policies: policies, clock: clock)
+        try! self.init(replicaID: replicaID, storage: VolatileStorage(), quota: quota, policies: policies, clock: clock, transport: nil,
+                       storageKeepsNothing: true)
     }
 
     /// Opens a store on `storage`, loading what it holds.
@@ -142,10 +147,12 @@ public final class ReplicatedKeyValueStore: Sendable {
     ///   - account: The account of a storage that has never recorded one.
     ///   - writeSessions: Where this store object's write session comes from (see
     ///     ``WriteSessionSource``); the system's random generator by default.
+    ///   - storageKeepsNothing: Whether `storage` is a ``VolatileStorage`` (see
+    ///     ``storageKeepsNothing``).
     init(
         replicaID: ReplicaID, storage: any Storage, quota: Quota, policies: MergePolicies,
         clock: any PhysicalClock, transport: (any SyncTransport)?, account: AccountID = .default,
-        writeSessions: WriteSessionSource = .system
+        writeSessions: WriteSessionSource = .system, storageKeepsNothing: Bool = false
     ) throws(ConvergeError) {
         let loaded = try storage.catchUp(since: nil)
         var stored = StoredState()
@@ -159,6 +166,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         self.storage = storage
         self.physicalClock = clock
         self.transport = transport
+        self.storageKeepsNothing = storageKeepsNothing
         let account = stored.metadata[Self.currentAccountKey].flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? account
         // The clock never goes back: not behind what was recorded, nor behind any write
         // the storage holds (a storage written by another tool may have recorded less).

@@ -20,9 +20,15 @@ extension ReplicatedKeyValueStore {
         }
     }
 
-    /// Tells the local-write observers that a write of `keys` was attempted.
-    func notifyLocalWrite(keys: [String]) {
-        let handlers = observers.withLock { observers in observers.localWriteHandlers.sorted { $0.key < $1.key }.map(\.value) }
+    /// Tells the local-write observers that a write of `keys` was attempted; `keys` is
+    /// worked out only if there are any (most stores have none, and a write of one key
+    /// would otherwise allocate an array for nobody).
+    func notifyLocalWrite(keys: @autoclosure () -> [String]) {
+        let handlers = observers.withLock { observers in
+            observers.localWriteHandlers.isEmpty ? [] : observers.localWriteHandlers.sorted { $0.key < $1.key }.map(\.value)
+        }
+        guard !handlers.isEmpty else { return }
+        let keys = keys()
         for handler in handlers { handler(keys) }
     }
 
