@@ -219,7 +219,8 @@ extension ReplicatedKeyValueStore.State {
             ownRunRecorded = nil
             return
         }
-        ownRunRecorded = OwnRunRecord(account: account, key: key, bytes: bytes, writer: writerID, session: writeSession)
+        ownRunRecorded = OwnRunRecord(account: account, key: key, bytes: bytes, writer: writerID, session: writeSession,
+                                      metadataVersion: metadataVersion)
     }
 
     /// The number of the next incarnation: drawn from this object's write session and the
@@ -355,7 +356,7 @@ extension ReplicatedKeyValueStore.State {
 
 /// A sessions record found to end in a store object's own run, with what the finding
 /// depends on: the account, the record's bytes (which name the writer ID and the runs),
-/// the writer ID and the object's session.
+/// the writer ID and the object's session, and the version of the metadata it was found in.
 struct OwnRunRecord: Sendable {
     /// The account whose record it is.
     let account: AccountID
@@ -367,10 +368,14 @@ struct OwnRunRecord: Sendable {
     let writer: ReplicaID
     /// The session it was found to end in.
     let session: UInt64
+    /// The state's ``ReplicatedKeyValueStore/State/metadataVersion`` when it was found.
+    let metadataVersion: UInt64
 
     /// Whether the finding still holds for `state`: same account, writer ID and session,
-    /// and the same record.
+    /// and the same record (certainly, without a lookup, if the metadata did not change
+    /// since: every write but a session's first, unless a sync recorded something).
     func isCurrent(in state: ReplicatedKeyValueStore.State) -> Bool {
-        session == state.writeSession && writer == state.writerID && account == state.account && state.metadata[key] == bytes
+        session == state.writeSession && writer == state.writerID && account == state.account
+            && (metadataVersion == state.metadataVersion || state.metadata[key] == bytes)
     }
 }

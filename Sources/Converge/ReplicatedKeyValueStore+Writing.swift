@@ -103,31 +103,15 @@ extension ReplicatedKeyValueStore {
         var events: [StoreEvent] = []
         defer { emit(events) }
         return try storageSequence.withLock { (seen: inout UInt64) throws(ConvergeError) -> Result in
-            var planned: WritePlan<Result>?
+            let planned: WritePlan<Result>
             if storageKeepsNothing {
                 // What the storage's `write(since:_:)` comes to, without calling it: it keeps
                 // nothing, so there is never anything to catch up with, and no change to build
                 // for it.
                 planned = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
             } else {
-                var caughtUp = seen
-                do throws(ConvergeError) {
-                    seen = try storage.write(since: seen) { (catchUp: StorageCatchUp) throws(ConvergeError) -> StorageUpdate? in
-                        caughtUp = catchUp.sequence
-                        if let update = catchUp.update {
-                            events += state.withLock { $0.takeCatchUp(update) }.events
-                        }
-                        let plan = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
-                        let update = plan.record?.storageUpdate
-                        planned = consume plan
-                        return update
-                    }
-                } catch {
-                    seen = caughtUp
-                    throw error
-                }
+                planned = try plannedAndCommitted(plan, seen: &seen, events: &events)
             }
-            guard let planned else { return try unreachable() }
             state.withLock { state in
                 if let machines = planned.machines {
                     state.hubMachine = machines.hub
@@ -141,9 +125,38 @@ extension ReplicatedKeyValueStore {
                 }
                 state._checkInvariants()
             }
-            events += planned.events
+            if !planned.events.isEmpty { events += planned.events }
             return planned.result
         }
+    }
+
+    /// The storage's part of ``performWrite(_:)``: catches up with the storage's other
+    /// writers, plans with `plan` and has the storage commit the plan's record.
+    ///
+    /// - Parameters:
+    ///   - seen: The storage's sequence number this object has seen, updated.
+    ///   - events: Where the events of the catch-up go.
+    private func plannedAndCommitted<Result: Sendable>(_ plan: (State) throws(ConvergeError) -> WritePlan<Result>, seen: inout UInt64,
+                                                       events: inout [StoreEvent]) throws(ConvergeError) -> WritePlan<Result> {
+        var planned: WritePlan<Result>?
+        var caughtUp = seen
+        do throws(ConvergeError) {
+            seen = try storage.write(since: seen) { (catchUp: StorageCatchUp) throws(ConvergeError) -> StorageUpdate? in
+                caughtUp = catchUp.sequence
+                if let update = catchUp.update {
+                    events += state.withLock { $0.takeCatchUp(update) }.events
+                }
+                let plan = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
+                let update = plan.record?.storageUpdate
+                planned = consume plan
+                return update
+            }
+        } catch {
+            seen = caughtUp
+            throw error
+        }
+        guard let planned = planned.take() else { return try unreachable() }
+        return planned
     }
 
     /// A storage that returns from a write without calling its body breaks its contract.

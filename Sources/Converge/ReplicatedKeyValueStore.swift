@@ -43,7 +43,14 @@ public final class ReplicatedKeyValueStore: Sendable {
         var clock: HybridLogicalClock
         var policies: MergePolicies
         var registeredDefaults: [String: Value] = [:]
-        var metadata: [String: [UInt8]]
+        var metadata: [String: [UInt8]] {
+            // Every change, in place or whole (a simple `didSet` keeps changes in place).
+            didSet { metadataVersion &+= 1 }
+        }
+        /// How many times ``metadata`` changed: a write finds its ``ownRunRecorded`` still
+        /// current by this number alone when nothing changed since, without looking the
+        /// record up.
+        var metadataVersion: UInt64 = 0
         var account: AccountID
         /// The device side of the hub protocol: what the hub reported, recorded with each
         /// reply (see ``ReplicatedKeyValueStore/hubProgressKey``), so a reopened store does
@@ -251,7 +258,9 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// decomposed are one key to Swift (and so to reads), but different bytes to a storage,
     /// a hub's quota and other replicas' encodings; written keys are always composed.
     package static func canonicalSpelling(of key: String) -> String {
-        key.utf8.allSatisfy { $0 < 0x80 } ? key : key.precomposedStringWithCanonicalMapping
+        // Over contiguous bytes (every native string's): a walk of the UTF-8 view costs more per byte.
+        let isASCII = key.utf8.withContiguousStorageIfAvailable { $0.allSatisfy { $0 < 0x80 } } ?? key.utf8.allSatisfy { $0 < 0x80 }
+        return isASCII ? key : key.precomposedStringWithCanonicalMapping
     }
 
     /// Removes `key`. Removing an absent key does nothing.
