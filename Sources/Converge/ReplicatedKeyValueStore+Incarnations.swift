@@ -207,7 +207,8 @@ extension ReplicatedKeyValueStore.State {
     /// - Complexity: O(1) when the record is the one ``install(_:)`` last found to end in
     ///   this object's run (every write but a session's first); O(*r*) in the runs otherwise.
     func sessionRecord(issuing firstCounter: UInt64) -> [String: [UInt8]?] {
-        if let recorded = ownRunRecorded, recorded.isCurrent(in: self) { return [:] }
+        // Not copied out of its optional: a copy would retain its key and bytes at every write.
+        if ownRunRecorded?.isCurrent(in: self) == true { return [:] }
         return writerSessions.issuing(from: firstCounter, session: writeSession).map { sessionsRecord($0) } ?? [:]
     }
 

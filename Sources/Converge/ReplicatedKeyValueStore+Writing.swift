@@ -9,7 +9,8 @@
 /// read there, inside the transaction); the storage commits it; only then is it put in
 /// place in memory. The state lock is held only to catch up, to plan and to install,
 /// never while the storage syncs to disk, so readers on other threads do not wait for an
-/// fsync.
+/// fsync. A store whose storage keeps nothing (``ReplicatedKeyValueStore/storageKeepsNothing``)
+/// has nothing to catch up with or commit: it plans and installs under one hold of the lock.
 extension ReplicatedKeyValueStore {
     /// A planned write: what to record, and what to report once it is committed.
     struct WritePlan<Result: Sendable>: Sendable {
@@ -103,28 +104,19 @@ extension ReplicatedKeyValueStore {
         var events: [StoreEvent] = []
         defer { emit(events) }
         return try storageSequence.withLock { (seen: inout UInt64) throws(ConvergeError) -> Result in
-            let planned: WritePlan<Result>
             if storageKeepsNothing {
                 // What the storage's `write(since:_:)` comes to, without calling it: it keeps
-                // nothing, so there is never anything to catch up with, and no change to build
-                // for it.
-                planned = try state.withLock { (state: inout State) throws(ConvergeError) -> WritePlan<Result> in try plan(state) }
-            } else {
-                planned = try plannedAndCommitted(plan, seen: &seen, events: &events)
-            }
-            state.withLock { state in
-                if let machines = planned.machines {
-                    state.hubMachine = machines.hub
-                    state.meshMachine = machines.mesh
+                // nothing, so there is never anything to catch up with nor any change to build
+                // for it, and the plan is put in place as soon as it is made.
+                return try state.withLock { (state: inout State) throws(ConvergeError) -> Result in
+                    let planned = try plan(state)
+                    state.putInPlace(planned)
+                    if !planned.events.isEmpty { events += planned.events }
+                    return planned.result
                 }
-                // After the machines: an update that starts a new incarnation replaces the hub's.
-                switch planned.record {
-                case .update(let update)?: state.install(update)
-                case .localWrite(let write)?: state.install(write)
-                case nil: break
-                }
-                state._checkInvariants()
             }
+            let planned = try plannedAndCommitted(plan, seen: &seen, events: &events)
+            state.withLock { $0.putInPlace(planned) }
             if !planned.events.isEmpty { events += planned.events }
             return planned.result
         }
@@ -192,6 +184,21 @@ extension ReplicatedKeyValueStore {
 }
 
 extension ReplicatedKeyValueStore.State {
+    /// Puts in place a plan the storage committed: its sync machines, then what it records.
+    mutating func putInPlace<Result>(_ planned: ReplicatedKeyValueStore.WritePlan<Result>) {
+        if let machines = planned.machines {
+            hubMachine = machines.hub
+            meshMachine = machines.mesh
+        }
+        // After the machines: an update that starts a new incarnation replaces the hub's.
+        switch planned.record {
+        case .update(let update)?: install(update)
+        case .localWrite(let write)?: install(write)
+        case nil: break
+        }
+        _checkInvariants()
+    }
+
     /// Puts in place an update the storage committed (this object's own write, or another
     /// writer's), advancing the clock past every timestamp it holds and following an
     /// account switch recorded in it.
