@@ -61,12 +61,12 @@ extension ReplicatedKeyValueStore {
     /// counter), which cost a write about a fifth of its time to build, hash, walk and free.
     struct LocalWrite: Sendable {
         /// The key written.
-        var key: String
+        let key: String
         /// The key's one sibling after the write (it replaces every other); its dot's counter
         /// is the writer's new counter in the context, and its timestamp the clock's.
-        var siblings: [Sibling]
+        let siblings: [Sibling]
         /// Metadata records to set (the sessions record, at a session's first write).
-        var metadata: [String: [UInt8]?]
+        let metadata: [String: [UInt8]?]
 
         init(key: String, sibling: Sibling, metadata: [String: [UInt8]?]) {
             self.key = key
@@ -95,7 +95,9 @@ extension ReplicatedKeyValueStore {
     }
 
     /// Carries out one write: catches up with the storage's other writers, plans the write
-    /// with `plan` on the caught-up state, commits it and puts it in place.
+    /// with `plan` on the caught-up state, commits it and puts it in place. With a storage
+    /// that keeps nothing (``storageKeepsNothing``) there is nothing to catch up with or
+    /// commit: it plans and puts the plan in place under one hold of the state lock.
     ///
     /// - Parameter plan: Called with the state lock held, on a caught-up state it must not
     ///   change (it plans on copies).
@@ -186,7 +188,8 @@ extension ReplicatedKeyValueStore {
 }
 
 extension ReplicatedKeyValueStore.State {
-    /// Puts in place a plan the storage committed: its sync machines, then what it records.
+    /// Puts in place a plan the storage committed (or, with a storage that keeps nothing,
+    /// one just made): its sync machines, then what it records.
     mutating func putInPlace<Result>(_ planned: ReplicatedKeyValueStore.WritePlan<Result>) {
         if let machines = planned.machines {
             hubMachine = machines.hub

@@ -33,9 +33,10 @@ public final class ReplicatedKeyValueStore: Sendable {
     /// The background syncs ``synchronize()`` schedules for transports that cannot answer
     /// at once.
     let scheduledSyncs = Mutex(ScheduledSyncs())
-    /// Whether ``storage`` is the ``VolatileStorage`` this object made for itself: it keeps
-    /// nothing, so a write neither catches up with it nor hands it a change (see
-    /// ``performWrite(_:)``).
+    /// Whether ``storage`` is a ``VolatileStorage`` (an in-memory store's, made by
+    /// ``init(replicaID:quota:policies:clock:)``): it keeps nothing, so a write neither
+    /// catches up with it nor hands it a change (see ``performWrite(_:)``). Derived from the
+    /// storage itself, so no other storage can be skipped.
     let storageKeepsNothing: Bool
 
     struct State: Sendable {
@@ -50,7 +51,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         /// How many times ``metadata`` changed: a write finds its ``ownRunRecorded`` still
         /// current by this number alone when nothing changed since, without looking the
         /// record up.
-        var metadataVersion: UInt64 = 0
+        private(set) var metadataVersion: UInt64 = 0
         var account: AccountID
         /// The device side of the hub protocol: what the hub reported, recorded with each
         /// reply (see ``ReplicatedKeyValueStore/hubProgressKey``), so a reopened store does
@@ -113,8 +114,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         clock: any PhysicalClock = SystemClock()
     ) {
         // Nothing can reopen this store, so its storage keeps no second copy; it cannot fail.
-        try! self.init(replicaID: replicaID, storage: VolatileStorage(), quota: quota, policies: policies, clock: clock, transport: nil,
-                       storageKeepsNothing: true)
+        try! self.init(replicaID: replicaID, storage: VolatileStorage(), quota: quota, policies: policies, clock: clock, transport: nil)
     }
 
     /// Opens a store on `storage`, loading what it holds.
@@ -154,12 +154,10 @@ public final class ReplicatedKeyValueStore: Sendable {
     ///   - account: The account of a storage that has never recorded one.
     ///   - writeSessions: Where this store object's write session comes from (see
     ///     ``WriteSessionSource``); the system's random generator by default.
-    ///   - storageKeepsNothing: Whether `storage` is a ``VolatileStorage`` (see
-    ///     ``storageKeepsNothing``).
     init(
         replicaID: ReplicaID, storage: any Storage, quota: Quota, policies: MergePolicies,
         clock: any PhysicalClock, transport: (any SyncTransport)?, account: AccountID = .default,
-        writeSessions: WriteSessionSource = .system, storageKeepsNothing: Bool = false
+        writeSessions: WriteSessionSource = .system
     ) throws(ConvergeError) {
         let loaded = try storage.catchUp(since: nil)
         var stored = StoredState()
@@ -173,7 +171,7 @@ public final class ReplicatedKeyValueStore: Sendable {
         self.storage = storage
         self.physicalClock = clock
         self.transport = transport
-        self.storageKeepsNothing = storageKeepsNothing
+        self.storageKeepsNothing = storage is VolatileStorage
         let account = stored.metadata[Self.currentAccountKey].flatMap { AccountID(String(decoding: $0, as: UTF8.self)) } ?? account
         // The clock never goes back: not behind what was recorded, nor behind any write
         // the storage holds (a storage written by another tool may have recorded less).
