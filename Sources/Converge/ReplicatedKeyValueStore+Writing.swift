@@ -58,12 +58,14 @@ extension ReplicatedKeyValueStore {
 
     /// One key written by this store object (``setValue(_:forKey:)``), kept as it is: memory
     /// takes it without the dictionaries of a ``StorageChange`` (one of one key, one of one
-    /// counter), which cost a write about a fifth of its time to build, hash, walk and free.
+    /// counter), which a write would otherwise build, hash, walk and free.
     struct LocalWrite: Sendable {
         /// The key written.
         let key: String
         /// The key's one sibling after the write (it replaces every other); its dot's counter
-        /// is the writer's new counter in the context, and its timestamp the clock's.
+        /// is the writer's new counter in the context, and its timestamp the clock's. An
+        /// array of exactly one, made once by the initialiser, so that installing the write
+        /// moves it into the map instead of allocating another.
         let siblings: [Sibling]
         /// Metadata records to set (the sessions record, at a session's first write).
         let metadata: [String: [UInt8]?]

@@ -19,11 +19,14 @@ struct BatchWriteTests {
         return map
     }
 
-    /// Every sibling's dot and value, and the context and usage: what a batch decides
-    /// (timestamps come from the store's clock).
-    static func shape(_ map: ReplicatedMap) -> String {
+    /// Every sibling's dot and value (and timestamp, if asked), and the context and usage:
+    /// what a batch decides. A batch's timestamps come from the store's clock, so this
+    /// suite leaves them out; ``InMemoryStoreWritePathTests`` compares them too.
+    static func shape(_ map: ReplicatedMap, timestamps: Bool = false) -> String {
         map.entries.keys.sortedByUTF8().map { key in
-            "\(key)=" + map.entries[key]!.map { "\($0.dot)/\(String(describing: $0.value))" }.joined(separator: ",")
+            "\(key)=" + map.entries[key]!.map { sibling in
+                "\(sibling.dot)" + (timestamps ? "@\(sibling.timestamp)" : "") + "/\(String(describing: sibling.value))"
+            }.joined(separator: ",")
         }.joined(separator: " ") + " | \(map.context) | \(map.usage)"
     }
 

@@ -25,11 +25,7 @@ struct InMemoryStoreWritePathTests {
     }
 
     /// Every sibling (dot, timestamp, value), the context and the usage.
-    static func shape(_ map: ReplicatedMap) -> String {
-        map.entries.keys.sortedByUTF8().map { key in
-            "\(key)=" + map.entries[key]!.map { "\($0.dot)@\($0.timestamp)/\(String(describing: $0.value))" }.joined(separator: ",")
-        }.joined(separator: " ") + " | \(map.context) | \(map.usage)"
-    }
+    static func shape(_ map: ReplicatedMap) -> String { BatchWriteTests.shape(map, timestamps: true) }
 
     @Test func theSameWritesLeaveTheSameState() {
         let quota = Quota(maximumKeyCount: 4, maximumTotalValueBytes: 48, maximumValueBytes: 16, maximumKeyBytes: 3)
