@@ -144,6 +144,34 @@ public struct WriterSessions: Hashable, Sendable {
         }
     }
 
+    /// The first counter, up to `through`, that `other` names a session for and these runs
+    /// do not show issued by that session: they name another, or a run of
+    /// ``unknownSession`` covers it; `nil` if there is none. Counters below where either
+    /// record starts are not compared.
+    ///
+    /// ``firstDisagreement(with:through:)`` takes a counter these runs do not know the
+    /// session of as agreeing, which is right for refusing gossip (a gap is no proof of
+    /// reuse) but not for finding where two copies parted: they may have parted inside the
+    /// gap, and a writer's successor that adopted orphans only from the first proven
+    /// disagreement would leave those under the gap's counters, held as if they were its
+    /// own writes.
+    ///
+    /// - Parameters:
+    ///   - other: Another record of the same writer's runs.
+    ///   - through: The highest counter to compare.
+    /// - Returns: The first counter not shown issued once, by the same session in both.
+    /// - Complexity: O(*r*²) in the runs of both (at most ``maximumRuns`` each).
+    func firstCounterNotShownShared(with other: WriterSessions, through: UInt64) -> UInt64? {
+        guard let mine = runs.first?.firstCounter, let theirs = other.runs.first?.firstCounter else { return nil }
+        let from = max(mine, theirs)
+        guard from <= through else { return nil }
+        let points = ([from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }).sorted()
+        return points.first { point in
+            guard let theirs = other.session(at: point) else { return false }
+            return session(at: point) != theirs
+        }
+    }
+
     /// The last counter up to `through`, below the first for which `other` names another
     /// session, that both records name one session for; `nil` if there is none. A session
     /// is one store object: two copies of a store name the same session for a counter only

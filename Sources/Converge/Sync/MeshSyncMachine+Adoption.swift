@@ -61,7 +61,10 @@ extension MeshSyncMachine {
             // ID than its record shows (read from a folder, say) would keep those writes.
             guard !withdrawnRecords.contains(where: { $0.writer == record.writer && record.holdsWithdrawn($0) }),
                   gossip.delta.context[record.writer] <= record.through,
-                  let first = writerRecords[record.writer]?.firstDisagreement(with: record),
+                  let known = writerRecords[record.writer], known.firstDisagreement(with: record) != nil,
+                  // From the first counter the device's record does not show issued by the
+                  // record's session: the copies may have parted inside a gap of it.
+                  let first = known.runs.firstCounterNotShownShared(with: record.runs, through: min(known.through, record.through)),
                   (gossip.basis?[record.writer] ?? 0) < first,
                   let withdrawn = SessionRecord.withdrawn(writer: record.writer, runs: record.runs, from: first, through: record.through)
             else { continue }

@@ -1,0 +1,53 @@
+@_spi(Testing) import Converge
+import Testing
+
+/// Risks reviewers named in the mesh's adoption of orphans: a record with an interior run
+/// of ``WriterSessions/unknownSession`` (counters whose session it does not know).
+extension MeshSessionRelayTests {
+    /// The laptop's first store (A) wrote k1, then, restarted twice (two more sessions),
+    /// k2 and k3; the watch acknowledged them, so A dropped its older runs, and the phone,
+    /// which heard only k1 before, got a record of the laptop with an unknown run over
+    /// laptop:2. A copy of A taken after k1 (B) wrote b2 and b3 under laptop:2 and laptop:3
+    /// and sent them to the tablet; then both copies were lost, and the watch went away.
+    /// The laptop's successor (an empty disk, now laptop~n) knows the laptop's sessions
+    /// from the phone only: its record and the tablet's first provably disagree at
+    /// laptop:3, but the copies parted at laptop:2. Adopting from 3 kept b2 under
+    /// laptop:2, the dot of A's k2: b2 never reached the phone or the laptop, k2 never
+    /// reached the tablet, and the devices never converged.
+    @Test func anAdoptionFromARecordWithAnUnknownRunMissesNoOrphan() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        let watch = ReplicatedKeyValueStore(replicaID: "watch", clock: clock)
+        let storageA = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storageA, clock: clock)
+        try a.setValue("1", forKey: "k1")
+        try gossip(a, phone)   // the phone's record: laptop:1 by A's first session
+        let b = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(try storageA.load()), clock: clock)
+        for key in ["k2", "k3"] {
+            a = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storageA, clock: clock)   // a new session
+            try a.setValue("1", forKey: key)
+            try gossip(a, watch)   // acknowledged: A drops its older runs
+        }
+        try gossip(a, phone)   // the phone's record: laptop:1 by s1, laptop:2 unknown, laptop:3 by s3
+        clock.advance(byMilliseconds: 1_000)
+        try b.setValue("1", forKey: "b2")
+        try b.setValue("1", forKey: "b3")
+        try gossip(b, tablet)   // the tablet's record: laptop:1 by s1, laptop:2 and 3 by B's session
+        // Both copies are lost; the laptop starts again from an empty disk.
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        for _ in 0..<4 { try gossip(phone, laptop) }
+        #expect(!laptop.writerID.isBase)
+        var adopted: [AdoptedWrite] = []
+        for _ in 0..<8 {
+            for (p, q) in [(tablet, laptop), (laptop, tablet), (phone, laptop), (laptop, phone), (phone, tablet), (tablet, phone)] {
+                adopted += try gossip(p, q).adopted
+            }
+        }
+        let expected: Set<String> = ["k1", "k2", "k3", "b2", "b3"]
+        for store in [laptop, phone, tablet] {
+            #expect(Set(store.values.keys) == expected, "\(store.replicaID)(\(store.writerID)): \(store.values.keys.sorted()), adopted \(adopted)\n\(dump([laptop, phone, tablet]))")
+        }
+        #expect(phone.replicatedState == laptop.replicatedState && tablet.replicatedState == laptop.replicatedState,
+                "\(dump([laptop, phone, tablet]))")
+    }
+}
