@@ -1,8 +1,9 @@
 @_spi(Testing) import Converge
 import Testing
 
-/// Risks reviewers named in the mesh's adoption of orphans: a record with an interior run
-/// of ``WriterSessions/unknownSession`` (counters whose session it does not know).
+/// Two risks reviewers named in the mesh's adoption of orphans: a record with an interior
+/// run of ``WriterSessions/unknownSession`` (counters whose session it does not know), and
+/// the cap on withdrawn records kept per writer.
 extension MeshSessionRelayTests {
     /// The laptop's first store (A) wrote k1, then, restarted twice (two more sessions),
     /// k2 and k3; the watch acknowledged them, so A dropped its older runs, and the phone,
@@ -49,5 +50,48 @@ extension MeshSessionRelayTests {
         }
         #expect(phone.replicatedState == laptop.replicatedState && tablet.replicatedState == laptop.replicatedState,
                 "\(dump([laptop, phone, tablet]))")
+    }
+
+    /// Nine empty disks of the laptop in a row each wrote one write under laptop:1 (sessions
+    /// 1 to 9) and handed it to one peer only before the disk was lost: nine orphans. The
+    /// laptop's successor adopts those of peers 2 to 9 first, then peer 1's. It kept only
+    /// ``MeshSyncMachine/maximumWithdrawnPerWriter`` (8) withdrawn records of the laptop,
+    /// dropping the first in canonical order: the one of peer 1's adoption, at once. Peer 1
+    /// never got the withdrawal and kept its orphan under laptop:1, every gossip from it
+    /// was adopted again, and the laptop held the orphan under a new dot each time.
+    @Test func anAdoptionsWithdrawnRecordOutlivesLaterWithdrawals() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let original = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(), clock: clock, writeSessions: .fixed(100))
+        try original.setValue("first", forKey: "k")
+        try gossip(original, phone)
+        var peers: [ReplicatedKeyValueStore] = []
+        for i in 1...9 {
+            clock.advance(byMilliseconds: 1_000)
+            let disk = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(), clock: clock, writeSessions: .fixed(UInt64(i)))
+            try disk.setValue(Value.string("v\(i)"), forKey: "k\(i)")   // laptop:1 again, by session i
+            let peer = ReplicatedKeyValueStore(replicaID: ReplicaID("peer\(i)")!, clock: clock)
+            try gossip(disk, peer)
+            peers.append(peer)
+        }
+        let laptop = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(), clock: clock, writeSessions: .fixed(1_000))
+        for _ in 0..<4 { try gossip(phone, laptop) }
+        #expect(!laptop.writerID.isBase)
+        var adopted: [AdoptedWrite] = []
+        for peer in peers.dropFirst() {
+            for _ in 0..<2 { adopted += try gossip(peer, laptop).adopted }
+        }
+        for _ in 0..<3 {
+            adopted += try gossip(peers[0], laptop).adopted
+            adopted += try gossip(laptop, peers[0]).adopted
+            adopted += try gossip(phone, peers[0]).adopted
+            adopted += try gossip(peers[0], phone).adopted
+            adopted += try gossip(laptop, phone).adopted
+            adopted += try gossip(phone, laptop).adopted
+        }
+        let v1 = laptop.replicatedState.entries.values.flatMap { $0 }.filter { $0.value == "v1" }
+        #expect(v1.count == 1, "the orphan 'v1' is held \(v1.count) times at the laptop: \(v1.map(\.dot)); adopted \(adopted)")
+        #expect(adopted.filter { $0.key == "k1" }.count <= 1, "v1 adopted more than once: \(adopted)")
+        #expect(phone.replicatedState == laptop.replicatedState && peers[0].replicatedState == laptop.replicatedState,
+                "\(dump([laptop, phone, peers[0]]))")
     }
 }

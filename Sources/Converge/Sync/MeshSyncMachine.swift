@@ -34,7 +34,12 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// Counters withdrawn (see ``SyncGossip/withdrawnSessions``), by writer ID then first
     /// counter: relayed in every gossip, and refused in any.
     private(set) var withdrawnRecords: [SessionRecord] = []
-    /// The most withdrawn records kept per writer ID (the latest first counters).
+    /// The most withdrawn records kept per writer ID (the latest first counters), but for
+    /// the writer IDs of the device's own replica ID: those it withdrew itself (a new
+    /// incarnation, an adoption of orphans) are all kept. An adoption's record, dropped, is
+    /// neither relayed to the holders of the orphans (who keep them under the old dots) nor
+    /// there to stop the device adopting the same orphans again from their next gossip.
+    /// They grow only with copies of the device's own store that wrote and were lost.
     static let maximumWithdrawnPerWriter = 8
     /// The writer ID each peer's last gossip was of, by peer: ``peerContexts`` is its report
     /// (none after a report of another copy was refused: the next gossip is the whole state).
@@ -241,7 +246,7 @@ public struct MeshSyncMachine: Hashable, Sendable {
         withdrawnRecords.append(record)
         withdrawnRecords.sort(by: SessionRecord.canonicallyPrecedes)
         let ofWriter = withdrawnRecords.filter { $0.writer == record.writer }
-        if ofWriter.count > Self.maximumWithdrawnPerWriter {
+        if record.writer.base != device && ofWriter.count > Self.maximumWithdrawnPerWriter {
             let dropped = ofWriter.prefix(ofWriter.count - Self.maximumWithdrawnPerWriter)
             withdrawnRecords.removeAll { dropped.contains($0) }
         }
