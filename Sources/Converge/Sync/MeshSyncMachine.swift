@@ -34,13 +34,18 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// Counters withdrawn (see ``SyncGossip/withdrawnSessions``), by writer ID then first
     /// counter: relayed in every gossip, and refused in any.
     private(set) var withdrawnRecords: [SessionRecord] = []
-    /// The most withdrawn records kept per writer ID (the latest first counters), but for
-    /// the writer IDs of the device's own replica ID: those it withdrew itself (a new
-    /// incarnation, an adoption of orphans) are all kept. An adoption's record, dropped, is
-    /// neither relayed to the holders of the orphans (who keep them under the old dots) nor
-    /// there to stop the device adopting the same orphans again from their next gossip.
-    /// They grow only with copies of the device's own store that wrote and were lost.
+    /// The most withdrawn records kept per writer ID of another replica (the latest first
+    /// counters).
     static let maximumWithdrawnPerWriter = 8
+    /// The most withdrawn records kept per writer ID of the device's own replica ID: those
+    /// it withdrew itself (a new incarnation, an adoption of orphans) must outlive the
+    /// others. An adoption's record, dropped, is neither relayed to the holders of the
+    /// orphans (who keep them under the old dots) nor there to stop the device adopting
+    /// the same orphans again from their next gossip. Each is a copy of the device's own
+    /// store that wrote and was lost, so real use stays far below; the bound keeps a
+    /// hostile peer relaying made-up records from growing the machine and every gossip
+    /// without end. Past it the oldest are dropped, and that risk comes back.
+    static let maximumOwnWithdrawnPerWriter = 64
     /// The writer ID each peer's last gossip was of, by peer: ``peerContexts`` is its report
     /// (none after a report of another copy was refused: the next gossip is the whole state).
     private(set) var peerWriters: [ReplicaID: ReplicaID] = [:]
@@ -246,8 +251,9 @@ public struct MeshSyncMachine: Hashable, Sendable {
         withdrawnRecords.append(record)
         withdrawnRecords.sort(by: SessionRecord.canonicallyPrecedes)
         let ofWriter = withdrawnRecords.filter { $0.writer == record.writer }
-        if record.writer.base != device && ofWriter.count > Self.maximumWithdrawnPerWriter {
-            let dropped = ofWriter.prefix(ofWriter.count - Self.maximumWithdrawnPerWriter)
+        let kept = record.writer.base == device ? Self.maximumOwnWithdrawnPerWriter : Self.maximumWithdrawnPerWriter
+        if ofWriter.count > kept {
+            let dropped = ofWriter.prefix(ofWriter.count - kept)
             withdrawnRecords.removeAll { dropped.contains($0) }
         }
     }
