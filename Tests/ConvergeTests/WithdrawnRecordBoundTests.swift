@@ -1,8 +1,9 @@
 @testable import Converge
 import Testing
 
-/// How many withdrawn records a mesh machine keeps per writer ID: its own replica's
-/// (which it withdrew itself, and must outlive later ones) and other replicas'.
+/// How many withdrawn records a mesh machine keeps: of its own replica (which it withdrew
+/// itself, and must outlive later ones), all writer IDs together; of other replicas, per
+/// writer ID.
 @Suite("Withdrawn session records: kept per writer ID, bounded")
 struct WithdrawnRecordBoundTests {
     func record(_ writer: ReplicaID, from first: UInt64, session: UInt64) throws -> SessionRecord {
@@ -18,9 +19,9 @@ struct WithdrawnRecordBoundTests {
         for session in 1...9 { machine.withdraw(try record("laptop", from: 1, session: UInt64(session))) }
         #expect(machine.withdrawnRecords.count == 9)
         for session in 10...1_009 { machine.withdraw(try record("laptop", from: UInt64(session), session: UInt64(session))) }
-        #expect(machine.withdrawnRecords.count == MeshSyncMachine.maximumOwnWithdrawnPerWriter)
+        #expect(machine.withdrawnRecords.count == MeshSyncMachine.maximumOwnWithdrawn)
         for session in 1...20 { machine.withdraw(try record("phone", from: UInt64(session), session: UInt64(session))) }
         #expect(machine.withdrawnRecords.filter { $0.writer == "phone" }.count == MeshSyncMachine.maximumWithdrawnPerWriter)
-        #expect(machine.withdrawnRecords.filter { $0.writer == "laptop" }.count == MeshSyncMachine.maximumOwnWithdrawnPerWriter)
+        #expect(machine.withdrawnRecords.filter { $0.writer == "laptop" }.count == MeshSyncMachine.maximumOwnWithdrawn)
     }
 }

@@ -19,10 +19,17 @@ extension MeshSyncMachine {
     }
 
     /// The writes of `gossip` this device adopts: those of its replica's first writer ID
-    /// (``ReplicaID/base``) when the device writes under a later one, from the first
-    /// counter for which the sender's relayed record of their sessions names another
-    /// session than the device's record (two copies of the store issued those counters),
-    /// when nothing else in the gossip is refused; `nil` if there are none.
+    /// (``ReplicaID/base``) when the device writes under a later one and the sender's
+    /// relayed record of their sessions provably disagrees with the device's record (two
+    /// copies of the store issued the same counters), from the first counter for which the
+    /// relayed record names a session and the device's record does not show that one
+    /// (another, or none: the copies may have parted inside a run the device's record does
+    /// not know), when nothing else in the gossip is refused; `nil` if there are none.
+    ///
+    /// Known limits: a write both copies share under such an unknown run, which the
+    /// device's lineage has since deleted or overwritten, is adopted too and comes back as
+    /// a sibling (a multi-value or add-wins policy shows it); an unknown run in the
+    /// *relayed* record still hides the orphans under it, and they stay unadopted.
     ///
     /// Such writes are orphans: a copy of the store wrote them and then lost them (its
     /// disk was replaced, or restored from a backup), so no copy of the writer can re-stamp

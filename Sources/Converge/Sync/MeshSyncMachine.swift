@@ -37,15 +37,18 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// The most withdrawn records kept per writer ID of another replica (the latest first
     /// counters).
     static let maximumWithdrawnPerWriter = 8
-    /// The most withdrawn records kept per writer ID of the device's own replica ID: those
-    /// it withdrew itself (a new incarnation, an adoption of orphans) must outlive the
-    /// others. An adoption's record, dropped, is neither relayed to the holders of the
-    /// orphans (who keep them under the old dots) nor there to stop the device adopting
-    /// the same orphans again from their next gossip. Each is a copy of the device's own
-    /// store that wrote and was lost, so real use stays far below; the bound keeps a
-    /// hostile peer relaying made-up records from growing the machine and every gossip
-    /// without end. Past it the oldest are dropped, and that risk comes back.
-    static let maximumOwnWithdrawnPerWriter = 64
+    /// The most withdrawn records kept of the device's own replica ID, all its writer IDs
+    /// together (in canonical order, the last ones): those it withdrew itself (a new
+    /// incarnation, an adoption of orphans) must outlive later ones. An adoption's record,
+    /// dropped, is neither relayed to the holders of the orphans (who keep them under the
+    /// old dots) nor there to stop the device adopting the same orphans again from their
+    /// next gossip. Each is a copy of the device's own store that wrote and was lost, so
+    /// real use stays far below. One bound for every writer ID of the replica, because a
+    /// peer names the writer IDs: a bound per ID would let one relaying made-up records
+    /// under many made-up incarnations grow the machine, and its gossip past what peers
+    /// decode. Past the bound the first are dropped, and the risk of adopting again comes
+    /// back. (Other replicas' records are still bounded per writer ID only.)
+    static let maximumOwnWithdrawn = 64
     /// The writer ID each peer's last gossip was of, by peer: ``peerContexts`` is its report
     /// (none after a report of another copy was refused: the next gossip is the whole state).
     private(set) var peerWriters: [ReplicaID: ReplicaID] = [:]
@@ -250,8 +253,9 @@ public struct MeshSyncMachine: Hashable, Sendable {
         guard !withdrawnRecords.contains(record) else { return }
         withdrawnRecords.append(record)
         withdrawnRecords.sort(by: SessionRecord.canonicallyPrecedes)
-        let ofWriter = withdrawnRecords.filter { $0.writer == record.writer }
-        let kept = record.writer.base == device ? Self.maximumOwnWithdrawnPerWriter : Self.maximumWithdrawnPerWriter
+        let own = record.writer.base == device
+        let ofWriter = withdrawnRecords.filter { own ? $0.writer.base == device : $0.writer == record.writer }
+        let kept = own ? Self.maximumOwnWithdrawn : Self.maximumWithdrawnPerWriter
         if ofWriter.count > kept {
             let dropped = ofWriter.prefix(ofWriter.count - kept)
             withdrawnRecords.removeAll { dropped.contains($0) }
