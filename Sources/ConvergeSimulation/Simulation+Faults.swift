@@ -239,8 +239,13 @@ extension Simulation {
         checkNoLeak(devices[d].store.replicatedState, account: account, at: "\(devices[d].id) after switching to \(account)")
     }
 
-    /// The end of the safety phase: every fault healed, every device up; the liveness
-    /// checks start.
+    /// The end of the safety phase: every fault healed, every device up and back in the
+    /// default account; the liveness checks start.
+    ///
+    /// An account switch is a fault as the others are: a device still in the second
+    /// account switches back, so that all replicas can converge. It may hold writes of the
+    /// default account that only it can bring (a restored hub believes its claims only once
+    /// it has had a full state, which a device that left before the reply never gets).
     func heal() {
         recordMoment("the network heals: every fault ends")
         network.heal()
@@ -250,6 +255,10 @@ extension Simulation {
         for d in devices.indices where devices[d].crashed { restart(d) }
         for d in devices.indices { devices[d].disk.isFull = false }
         if hubDurableState != nil { restartHub(outage: nil) }
+        for d in devices.indices where devices[d].store.account != .default {
+            recordMoment("\(devices[d].id) switches back to the default account")
+            switchAccount(d, to: .default)
+        }
         queue.schedule(.livenessCheck, at: now + options.syncIntervalMs)
     }
 }

@@ -212,7 +212,8 @@ extension Simulation {
     /// After a hub restore, the hub's copy of an account no device is on may lack writes the
     /// hub lost, which the devices that visited it keep aside and push when they come back
     /// (nothing else can repair it); that copy is checked joined with what every device
-    /// keeps aside of the account, which is what the hub will hold once they have visited.
+    /// keeps aside of the account, which is what the hub will hold once they have visited,
+    /// against all that the model says those devices know of it.
     func checkEveryReplicaAgainstModel() {
         var found: [(node: Node, account: AccountID, state: ReplicatedMap, values: [String: Value]?, keptAsideBy: [Node])] = []
         let synced = Set(devices.map(\.store.account))
@@ -222,9 +223,13 @@ extension Simulation {
                 var keptAsideBy: [Node] = []
                 if hubWasRestored && !synced.contains(account) {
                     for device in devices {
-                        guard let aside = device.store.keptAsideState(of: account) else { continue }
-                        state.join(aside)
-                        keptAsideBy.append(.device(device.index))
+                        let aside = device.store.keptAsideState(of: account)
+                        if let aside { state.join(aside) }
+                        // What the model says the device knows of the account counts whether
+                        // or not the store kept it aside: a store that forgot it lost it.
+                        if aside != nil || !model.knowledge(of: .device(device.index), in: account).isEmpty {
+                            keptAsideBy.append(.device(device.index))
+                        }
                     }
                 }
                 found.append((.hub, account, state, nil, keptAsideBy))
