@@ -3,7 +3,7 @@ import Testing
 
 /// Two risks reviewers named in the mesh's adoption of orphans: a record with an interior
 /// run of ``WriterSessions/unknownSession`` (counters whose session it does not know), and
-/// the cap on withdrawn records kept per writer.
+/// the cap on withdrawn records kept per writer, at the successor and at its peers.
 extension MeshSessionRelayTests {
     /// The laptop's first store (A) wrote k1, then, restarted twice (two more sessions),
     /// k2 and k3; the watch acknowledged them, so A dropped its older runs, and the phone,
@@ -54,9 +54,9 @@ extension MeshSessionRelayTests {
 
     /// Nine empty disks of the laptop in a row each wrote one write under laptop:1 (sessions
     /// 1 to 9) and handed it to one peer only before the disk was lost: nine orphans. The
-    /// laptop's successor adopts those of peers 2 to 9 first, then peer 1's. It kept only
-    /// ``MeshSyncMachine/maximumWithdrawnPerWriter`` (8) withdrawn records of the laptop,
-    /// dropping the first in canonical order: the one of peer 1's adoption, at once. Peer 1
+    /// laptop's successor adopts those of peers 2 to 9 first, then peer 1's. It kept only 8
+    /// withdrawn records of the laptop (the bound per writer ID, then), dropping the first
+    /// in canonical order: the one of peer 1's adoption, at once. Peer 1
     /// never got the withdrawal and kept its orphan under laptop:1, every gossip from it
     /// was adopted again, and the laptop held the orphan under a new dot each time.
     @Test func anAdoptionsWithdrawnRecordOutlivesLaterWithdrawals() throws {
@@ -93,5 +93,55 @@ extension MeshSessionRelayTests {
         #expect(adopted.filter { $0.key == "k1" }.count <= 1, "v1 adopted more than once: \(adopted)")
         #expect(phone.replicatedState == laptop.replicatedState && peers[0].replicatedState == laptop.replicatedState,
                 "\(dump([laptop, phone, peers[0]]))")
+    }
+
+    /// ``anAdoptionsWithdrawnRecordOutlivesLaterWithdrawals()`` with a second holder of
+    /// peer 1's orphan (the relay) that never gossips with the laptop, only with the phone
+    /// and peer 1: the relay can only learn of peer 1's withdrawal through them. The laptop
+    /// kept its nine withdrawn records, but the phone and peer 1 kept at most 8 per writer ID
+    /// of another replica and dropped peer 1's (the first in canonical order), so the relay
+    /// kept the orphan under laptop:1 and the devices never converged. Peers now keep as
+    /// many of a replica's records as it keeps of its own
+    /// (``MeshSyncMachine/maximumWithdrawnPerReplica``), in the same order.
+    @Test func anOrphanHolderTwoHopsFromTheSuccessorLearnsOfItsWithdrawal() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let relay = ReplicatedKeyValueStore(replicaID: "relay", clock: clock)
+        let original = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(), clock: clock, writeSessions: .fixed(100))
+        try original.setValue("first", forKey: "k")
+        try gossip(original, phone)
+        var peers: [ReplicatedKeyValueStore] = []
+        for i in 1...9 {
+            clock.advance(byMilliseconds: 1_000)
+            let disk = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(), clock: clock, writeSessions: .fixed(UInt64(i)))
+            try disk.setValue(Value.string("v\(i)"), forKey: "k\(i)")
+            let peer = ReplicatedKeyValueStore(replicaID: ReplicaID("peer\(i)")!, clock: clock)
+            try gossip(disk, peer)
+            peers.append(peer)
+        }
+        try gossip(peers[0], relay)   // the relay holds v1 under laptop:1 too
+        let laptop = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(), clock: clock, writeSessions: .fixed(1_000))
+        for _ in 0..<4 { try gossip(phone, laptop) }
+        #expect(!laptop.writerID.isBase)
+        for peer in peers.dropFirst() {
+            for _ in 0..<2 { try gossip(peer, laptop) }
+        }
+        for _ in 0..<6 {
+            for (p, q) in [(peers[0], laptop), (laptop, peers[0]), (laptop, phone), (phone, laptop),
+                           (relay, phone), (phone, relay), (relay, peers[0]), (peers[0], relay)] {
+                try gossip(p, q)
+            }
+        }
+        let v1 = laptop.replicatedState.entries.values.flatMap { $0 }.filter { $0.value == "v1" }
+        #expect(v1.count == 1, "the orphan 'v1' is held \(v1.count) times at the laptop: \(v1.map(\.dot))")
+        // Who relays peer 1's withdrawal (its session, 1, from laptop:1) to the relay.
+        for (holder, peer) in [(laptop, phone), (phone, relay), (peers[0], relay)] {
+            guard case .gossip(let sent) = try SyncMessage(encoded: try holder.gossip(to: peer.replicaID)) else { continue }
+            let records = sent.withdrawnSessions.filter { $0.writer == "laptop" }
+            #expect(records.contains { $0.first == 1 && $0.runs.session(at: 1) == 1 },
+                    "\(holder.replicaID) relays \(records.count) withdrawn records of the laptop, not peer 1's")
+        }
+        #expect(relay.replicatedState == laptop.replicatedState && phone.replicatedState == laptop.replicatedState
+                    && peers[0].replicatedState == laptop.replicatedState,
+                "\(dump([laptop, phone, peers[0], relay]))")
     }
 }

@@ -7,7 +7,7 @@ extension WithdrawnRecordBoundTests {
     /// decode, grew the machine to 6,400 records while the bound was per writer ID, and the
     /// device's own gossip, which relays them whole, no longer decoded at a peer with the
     /// default limits (at most ``DecodingLimits/maximumReplicas`` records). One bound for
-    /// all the device's writer IDs keeps it at ``MeshSyncMachine/maximumOwnWithdrawn``.
+    /// all the device's writer IDs keeps it at ``MeshSyncMachine/maximumWithdrawnPerReplica``.
     @Test func recordsOfManyWriterIDsOfTheDeviceKeepItsGossipReadable() throws {
         var laptop = MeshSyncMachine(device: "laptop")
         var made: [SessionRecord] = []
@@ -25,7 +25,7 @@ extension WithdrawnRecordBoundTests {
         }
         let kept = laptop.withdrawnRecords.count
         let own = try SyncMessage.gossip(laptop.gossip(to: "phone", from: ReplicatedMap())).encoded()
-        #expect(kept == MeshSyncMachine.maximumOwnWithdrawn)
+        #expect(kept == MeshSyncMachine.maximumWithdrawnPerReplica)
         #expect(throws: Never.self, "the laptop keeps \(kept) withdrawn records and relays them all") {
             _ = try SyncMessage(encoded: own)
         }

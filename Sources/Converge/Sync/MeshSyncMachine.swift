@@ -34,21 +34,40 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// Counters withdrawn (see ``SyncGossip/withdrawnSessions``), by writer ID then first
     /// counter: relayed in every gossip, and refused in any.
     private(set) var withdrawnRecords: [SessionRecord] = []
-    /// The most withdrawn records kept per writer ID of another replica (the latest first
-    /// counters).
-    static let maximumWithdrawnPerWriter = 8
-    /// The most withdrawn records kept of the device's own replica ID, all its writer IDs
-    /// together (in canonical order, the last ones): those it withdrew itself (a new
-    /// incarnation, an adoption of orphans) must outlive later ones. An adoption's record,
-    /// dropped, is neither relayed to the holders of the orphans (who keep them under the
-    /// old dots) nor there to stop the device adopting the same orphans again from their
-    /// next gossip. Each is a copy of the device's own store that wrote and was lost, so
-    /// real use stays far below. One bound for every writer ID of the replica, because a
-    /// peer names the writer IDs: a bound per ID would let one relaying made-up records
-    /// under many made-up incarnations grow the machine, and its gossip past what peers
-    /// decode. Past the bound the first are dropped, and the risk of adopting again comes
-    /// back. (Other replicas' records are still bounded per writer ID only.)
-    static let maximumOwnWithdrawn = 64
+    /// The most withdrawn records kept of one replica ID, all its writer IDs together (in
+    /// canonical order, the last ones): of the device's own, and of every other replica.
+    ///
+    /// The device's own records are those it withdrew itself (a new incarnation, an
+    /// adoption of orphans), which must outlive later ones. An adoption's record, dropped,
+    /// is neither relayed to the holders of the orphans (who keep them under the old dots)
+    /// nor there to stop the device adopting the same orphans again from their next gossip.
+    /// Each is a copy of the device's own store that wrote and was lost, so real use stays
+    /// far below.
+    ///
+    /// A peer keeps as many of another replica's records as that replica keeps of its own,
+    /// in the same order: it keeps every record the replica relays to it, so a holder of an
+    /// orphan that hears of the adoption only through peers still learns of it. (With fewer,
+    /// a peer dropped the successor's first adoption records and never relayed them on.)
+    ///
+    /// One bound for every writer ID of a replica, because a peer names the writer IDs: a
+    /// bound per ID would let one relaying made-up records under many made-up incarnations
+    /// grow the machine, and its gossip past what peers decode. Past the bound the first
+    /// are dropped, and the risk of adopting again comes back.
+    static let maximumWithdrawnPerReplica = 64
+    /// The most withdrawn records kept of all replicas together, so that a peer relaying
+    /// made-up records of many made-up replica IDs grows neither the machine nor its gossip
+    /// (which relays them whole) past what peers decode (at most
+    /// ``DecodingLimits/maximumReplicas`` records, 4,096 by default). Sixteen replicas'
+    /// worth at ``maximumWithdrawnPerReplica``.
+    ///
+    /// Past it, the device's own records are never dropped; of other replicas', first those
+    /// of replicas the machine records no write sessions of (a withdrawn record drops writes
+    /// here only where it agrees with such a record), then the others, each in canonical
+    /// order. A peer that names the replica IDs can thus push out the records of a replica
+    /// whose sessions the device records only by making it record the sessions of made-up
+    /// replicas too (it records them only of writer IDs its context holds), not by relaying
+    /// made-up records alone.
+    static let maximumWithdrawn = 1_024
     /// The writer ID each peer's last gossip was of, by peer: ``peerContexts`` is its report
     /// (none after a report of another copy was refused: the next gossip is the whole state).
     private(set) var peerWriters: [ReplicaID: ReplicaID] = [:]
@@ -234,7 +253,7 @@ public struct MeshSyncMachine: Hashable, Sendable {
     /// Keeps a withdrawn record and, if this device holds writes of it, drops them: the
     /// action to carry out (none if it holds none, or knew the record already).
     private mutating func take(withdrawn: SessionRecord, holding context: VersionVector?) -> [SyncAction] {
-        guard !withdrawnRecords.contains(withdrawn) else { return [] }
+        guard !withdrawnPlace(of: withdrawn).kept else { return [] }
         withdraw(withdrawn)
         // The record shows the device took the withdrawn writes; writes of that writer ID
         // beyond the withdrawn ones (from a shared folder, say) are the other copy's.
@@ -244,21 +263,44 @@ public struct MeshSyncMachine: Hashable, Sendable {
         return [.withdraw(writer: withdrawn.writer, from: withdrawn.first)]
     }
 
+    /// Where `record` goes in ``withdrawnRecords`` (which stay in canonical order), and
+    /// whether it is there already: a binary search, since a peer's gossip may carry
+    /// thousands of records, each looked up.
+    private func withdrawnPlace(of record: SessionRecord) -> (index: Int, kept: Bool) {
+        var low = 0
+        var high = withdrawnRecords.count
+        while low < high {
+            let middle = (low + high) / 2
+            if SessionRecord.canonicallyPrecedes(withdrawnRecords[middle], record) { low = middle + 1 } else { high = middle }
+        }
+        return (low, low < withdrawnRecords.count && withdrawnRecords[low] == record)
+    }
+
     /// Records that `record`'s counters are withdrawn (a copy of its writer re-stamped its
     /// writes under them), to relay it to every peer and to refuse gossip from peers that
     /// hold them. The store calls it for its own writer ID when it starts a new incarnation.
     ///
     /// - Parameter record: The withdrawn runs, from the first withdrawn counter on.
     package mutating func withdraw(_ record: SessionRecord) {
-        guard !withdrawnRecords.contains(record) else { return }
-        withdrawnRecords.append(record)
-        withdrawnRecords.sort(by: SessionRecord.canonicallyPrecedes)
-        let own = record.writer.base == device
-        let ofWriter = withdrawnRecords.filter { own ? $0.writer.base == device : $0.writer == record.writer }
-        let kept = own ? Self.maximumOwnWithdrawn : Self.maximumWithdrawnPerWriter
-        if ofWriter.count > kept {
-            let dropped = ofWriter.prefix(ofWriter.count - kept)
-            withdrawnRecords.removeAll { dropped.contains($0) }
+        let (index, kept) = withdrawnPlace(of: record)
+        guard !kept else { return }
+        withdrawnRecords.insert(record, at: index)
+        let replica = record.writer.base
+        // The prefix test first: it is the cheap one, and rules out nearly every record.
+        let ofReplica = withdrawnRecords.indices.filter {
+            withdrawnRecords[$0].writer.rawValue.hasPrefix(replica.rawValue) && withdrawnRecords[$0].writer.isIncarnation(of: replica)
+        }
+        for index in ofReplica.prefix(max(0, ofReplica.count - Self.maximumWithdrawnPerReplica)).reversed() {
+            withdrawnRecords.remove(at: index)
+        }
+        while withdrawnRecords.count > Self.maximumWithdrawn {
+            // A set only to look up: which record goes is decided by the canonical order.
+            let recorded = Set(writerRecords.keys.map(\.base))
+            let records = withdrawnRecords
+            let own = device
+            let others = records.indices.lazy.filter { !records[$0].writer.isIncarnation(of: own) }
+            guard let index = others.first(where: { !recorded.contains(records[$0].writer.base) }) ?? others.first else { break }
+            withdrawnRecords.remove(at: index)
         }
     }
 
