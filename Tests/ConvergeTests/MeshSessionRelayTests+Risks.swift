@@ -52,6 +52,100 @@ extension MeshSessionRelayTests {
                 "\(dump([laptop, phone, tablet]))")
     }
 
+    /// ``anAdoptionFromARecordWithAnUnknownRunMissesNoOrphan()`` with the records the
+    /// other way round: the successor hears the tablet (B's writes, no unknown run) first,
+    /// so the phone's writes are the ones it adopts, and the unknown run is in the record
+    /// the phone relays (laptop:1 by s1, laptop:2 unknown, laptop:3 by s3). The copies
+    /// parted at laptop:2; the records first disagree at laptop:3.
+    @Test func anAdoptionFromARelayedRecordWithAnUnknownRunMissesNoOrphan() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        let watch = ReplicatedKeyValueStore(replicaID: "watch", clock: clock)
+        let storageA = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storageA, clock: clock)
+        try a.setValue("1", forKey: "k1")
+        try gossip(a, phone)
+        let b = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(try storageA.load()), clock: clock)
+        for key in ["k2", "k3"] {
+            a = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storageA, clock: clock)
+            try a.setValue("1", forKey: key)
+            try gossip(a, watch)
+        }
+        try gossip(a, phone)   // the phone's record: laptop:1 by s1, laptop:2 unknown, laptop:3 by s3
+        clock.advance(byMilliseconds: 1_000)
+        try b.setValue("1", forKey: "b2")
+        try b.setValue("1", forKey: "b3")
+        try gossip(b, tablet)
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        for _ in 0..<4 { try gossip(tablet, laptop) }   // the successor hears B's writes first
+        #expect(!laptop.writerID.isBase)
+        for _ in 0..<8 {
+            for (p, q) in [(phone, laptop), (laptop, phone), (tablet, laptop), (laptop, tablet), (phone, tablet), (tablet, phone)] {
+                try gossip(p, q)
+            }
+        }
+        let expected: Set<String> = ["k1", "k2", "k3", "b2", "b3"]
+        for store in [laptop, phone, tablet] {
+            #expect(Set(store.values.keys) == expected, "\(store.replicaID)(\(store.writerID)): \(store.values.keys.sorted())\n\(dump([laptop, phone, tablet]))")
+        }
+        #expect(phone.replicatedState == laptop.replicatedState && tablet.replicatedState == laptop.replicatedState,
+                "\(dump([laptop, phone, tablet]))")
+    }
+
+    /// ``anAdoptionDoesNotBringBackASharedWriteTheSuccessorDeleted()`` with a counter above
+    /// the unknown run that both records show issued by one session. The laptop's first
+    /// store (A) wrote k1 (s1), the phone heard it; A, restarted, wrote k2 (s2), the watch
+    /// acknowledged it; A, restarted, wrote k3 (s3), and a copy of A (B) was taken. The
+    /// watch acknowledged k3, A wrote k4 and the phone heard it: the phone's record became
+    /// laptop:1 by s1, laptop:2 unknown, laptop:3 and 4 by s3. The phone deleted k2. B wrote
+    /// b4 and sent everything to the tablet (laptop:2 by s2, laptop:3 by s3, laptop:4 by B's
+    /// session). Both records name s3 for laptop:3, so the copies parted above it, and the
+    /// tablet's k2 under laptop:2 is the shared write the phone deleted, no orphan; adopting
+    /// from the start of the unknown run brought it back under add-wins.
+    @Test func anAdoptionDoesNotBringBackADeletedWriteBelowACounterBothRecordsShowShared() throws {
+        let phone = ReplicatedKeyValueStore(replicaID: "phone", clock: clock)
+        let tablet = ReplicatedKeyValueStore(replicaID: "tablet", clock: clock)
+        let watch = ReplicatedKeyValueStore(replicaID: "watch", clock: clock)
+        for store in [phone, tablet] { store.setPolicy(.addWins, forKey: "k2") }
+        let storageA = InMemoryStorage()
+        var a = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storageA, clock: clock)
+        try a.setValue("1", forKey: "k1")
+        try gossip(a, phone)   // the phone's record: laptop:1 by s1
+        a = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storageA, clock: clock)
+        try a.setValue("shared", forKey: "k2")   // laptop:2 by s2
+        try gossip(a, watch)   // acknowledged: A's runs start at laptop:2
+        a = try ReplicatedKeyValueStore(replicaID: "laptop", storage: storageA, clock: clock)
+        try a.setValue("1", forKey: "k3")   // laptop:3 by s3
+        let b = try ReplicatedKeyValueStore(replicaID: "laptop", storage: InMemoryStorage(try storageA.load()), clock: clock)
+        try gossip(a, watch)   // acknowledged: A's runs start at laptop:3
+        try a.setValue("1", forKey: "k4")
+        try gossip(a, phone)   // the phone's record: laptop:1 by s1, laptop:2 unknown, laptop:3 and 4 by s3
+        clock.advance(byMilliseconds: 1_000)
+        try phone.removeValue(forKey: "k2")
+        try b.setValue("1", forKey: "b4")
+        try gossip(b, tablet)   // the tablet's record: laptop:2 by s2, laptop:3 by s3, laptop:4 by B's session
+        let laptop = ReplicatedKeyValueStore(replicaID: "laptop", clock: clock)
+        laptop.setPolicy(.addWins, forKey: "k2")
+        for _ in 0..<4 { try gossip(phone, laptop) }
+        #expect(!laptop.writerID.isBase)
+        #expect(laptop.values["k2"] == nil)
+        for _ in 0..<8 {
+            for (p, q) in [(tablet, laptop), (laptop, tablet), (phone, laptop), (laptop, phone), (phone, tablet), (tablet, phone)] {
+                try gossip(p, q)
+            }
+        }
+        for store in [laptop, phone, tablet] {
+            #expect(store.siblings(forKey: "k2").map(\.dot) == [Dot(replica: "phone", counter: 1)],
+                    "\(store.replicaID): the deleted k2 came back as a sibling of its deletion\n\(dump([laptop, phone, tablet]))")
+        }
+        let expected: Set<String> = ["k1", "k3", "k4", "b4"]
+        for store in [laptop, phone, tablet] {
+            #expect(Set(store.values.keys) == expected, "\(store.replicaID)(\(store.writerID)): \(store.values.keys.sorted())\n\(dump([laptop, phone, tablet]))")
+        }
+        #expect(phone.replicatedState == laptop.replicatedState && tablet.replicatedState == laptop.replicatedState,
+                "\(dump([laptop, phone, tablet]))")
+    }
+
     /// Nine empty disks of the laptop in a row each wrote one write under laptop:1 (sessions
     /// 1 to 9) and handed it to one peer only before the disk was lost: nine orphans. The
     /// laptop's successor adopts those of peers 2 to 9 first, then peer 1's. It kept only 8
