@@ -146,11 +146,11 @@ public struct WriterSessions: Hashable, Sendable {
 
     /// The first counter from which these runs and `other`, another record of the same
     /// writer's runs, no longer show one store object issuing the counters: past the last
-    /// counter both name one session for, below the first they name different sessions for
-    /// (from where both records start if there is no such shared counter). If they name
-    /// different sessions for no counter up to `through`, the first past the last shared
-    /// one whose session either record does not know; `nil` if there is none. Counters
-    /// below where either record starts are not compared.
+    /// counter, below the first for which they name different sessions, that both name one
+    /// session for; from where both records start if they name one session for none. `nil`
+    /// if they name different sessions for no counter up to `through` and past the last
+    /// they share there is nothing the two do not show shared. Counters below where either
+    /// record starts are not compared.
     ///
     /// ``firstDisagreement(with:through:)`` takes a counter either record does not know the
     /// session of (a run of ``unknownSession``) as agreeing, which is right for refusing
