@@ -3,11 +3,9 @@ import Testing
 
 /// Known limits of the mesh's adoption of orphans, each a reproduction that fails today and
 /// runs as a known issue (Swift Testing reports it when it stops failing): a record of the
-/// writer's sessions with a run of ``WriterSessions/unknownSession`` in the successor's own
-/// record, with no counter above it that both records show issued by one session (a write
-/// both copies share may sit under it, and is adopted). The same run in the relayed record
-/// (an orphan may sit under it) is no longer a limit: see
-/// ``anAdoptionFromARelayedRecordWithAnUnknownRunMissesNoOrphan()`` in `+Risks`.
+/// writer's sessions with a run of ``WriterSessions/unknownSession``, in the successor's own
+/// record (a write both copies share may sit under it) and in the relayed record (an orphan
+/// may sit under it).
 extension MeshSessionRelayTests {
     /// The laptop's first store (A) wrote k1 and k2 in one session, and the phone heard
     /// k1 only; a copy of A (B) was taken after k2, so laptop:2 is one write both copies
