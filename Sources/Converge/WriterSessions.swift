@@ -144,48 +144,32 @@ public struct WriterSessions: Hashable, Sendable {
         }
     }
 
-    /// The first counter from which these runs and `other`, another record of the same
-    /// writer's runs, no longer show one store object issuing the counters: past the last
-    /// counter, below the first for which they name different sessions, that both name one
-    /// session for; from where both records start if they name one session for none. `nil`
-    /// if they name different sessions for no counter up to `through` and past the last
-    /// they share there is nothing the two do not show shared. Counters below where either
+    /// The first counter, up to `through`, that `other` names a session for and these runs
+    /// do not show issued by that session: they name another, or a run of
+    /// ``unknownSession`` covers it; `nil` if there is none. Counters below where either
     /// record starts are not compared.
     ///
-    /// ``firstDisagreement(with:through:)`` takes a counter either record does not know the
-    /// session of (a run of ``unknownSession``) as agreeing, which is right for refusing
-    /// gossip (a gap is no proof of reuse) but not for finding where two copies parted: they
-    /// may have parted inside the gap, in either record, and a writer's successor that
-    /// adopted orphans only from the first proven disagreement would leave those under the
-    /// gap's counters, held as if they were its own writes (or, in the relayed record's gap,
-    /// taken for writes it holds under those dots). But a counter both name one session for
-    /// was issued before the copies parted, and so was every counter below it (see
-    /// ``lastAgreement(with:through:)``): a gap below such a counter hides no orphan.
+    /// ``firstDisagreement(with:through:)`` takes a counter these runs do not know the
+    /// session of as agreeing, which is right for refusing gossip (a gap is no proof of
+    /// reuse) but not for finding where two copies parted: they may have parted inside the
+    /// gap, and a writer's successor that adopted orphans only from the first proven
+    /// disagreement would leave those under the gap's counters, held as if they were its
+    /// own writes.
     ///
     /// - Parameters:
     ///   - other: Another record of the same writer's runs.
     ///   - through: The highest counter to compare.
-    /// - Returns: The first counter not shown issued before the copies parted.
+    /// - Returns: The first counter not shown issued once, by the same session in both.
     /// - Complexity: O(*r*²) in the runs of both (at most ``maximumRuns`` each).
     func firstCounterNotShownShared(with other: WriterSessions, through: UInt64) -> UInt64? {
         guard let mine = runs.first?.firstCounter, let theirs = other.runs.first?.firstCounter else { return nil }
         let from = max(mine, theirs)
         guard from <= through else { return nil }
-        // Both are constant between their runs' first counters: look at each of them, in order.
         let points = ([from] + (runs + other.runs).map(\.firstCounter).filter { $0 > from && $0 <= through }).sorted()
-        var notShared: UInt64?
-        for point in points {
-            let mine = session(at: point)
-            let theirs = other.session(at: point)
-            if let mine, let theirs {
-                // One session: the copies had not parted yet.
-                if mine == theirs { notShared = nil; continue }
-                // Two sessions: they had, at this counter or in a gap below it.
-                return notShared ?? point
-            }
-            notShared = notShared ?? point
+        return points.first { point in
+            guard let theirs = other.session(at: point) else { return false }
+            return session(at: point) != theirs
         }
-        return notShared
     }
 
     /// The last counter up to `through`, below the first for which `other` names another

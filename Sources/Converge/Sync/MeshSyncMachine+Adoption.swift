@@ -21,19 +21,15 @@ extension MeshSyncMachine {
     /// The writes of `gossip` this device adopts: those of its replica's first writer ID
     /// (``ReplicaID/base``) when the device writes under a later one and the sender's
     /// relayed record of their sessions provably disagrees with the device's record (two
-    /// copies of the store issued the same counters), from the first counter past the last
-    /// one both records show issued by one session (below the first they disagree on): the
-    /// copies may have parted inside a run either record does not know the sessions of,
-    /// the device's or the relayed one, but not below a counter both name one session for;
-    /// when nothing else in the gossip is refused; `nil` if there are none.
+    /// copies of the store issued the same counters), from the first counter for which the
+    /// relayed record names a session and the device's record does not show that one
+    /// (another, or none: the copies may have parted inside a run the device's record does
+    /// not know), when nothing else in the gossip is refused; `nil` if there are none.
     ///
-    /// Known limit: a write both copies share under such an unknown run (with no counter
-    /// above it that both records show issued by one session), which the device's lineage
-    /// has since deleted or overwritten, is adopted too and comes back as a sibling (a
-    /// multi-value or add-wins policy shows it): nothing tells it from an orphan the device
-    /// does not hold. Counters below where either record starts are not compared, so an
-    /// orphan below the start of a relayed record (which keeps only its latest runs) is
-    /// not adopted.
+    /// Known limits: a write both copies share under such an unknown run, which the
+    /// device's lineage has since deleted or overwritten, is adopted too and comes back as
+    /// a sibling (a multi-value or add-wins policy shows it); an unknown run in the
+    /// *relayed* record still hides the orphans under it, and they stay unadopted.
     ///
     /// Such writes are orphans: a copy of the store wrote them and then lost them (its
     /// disk was replaced, or restored from a backup), so no copy of the writer can re-stamp
@@ -73,8 +69,8 @@ extension MeshSyncMachine {
             guard !withdrawnRecords.contains(where: { $0.writer == record.writer && record.holdsWithdrawn($0) }),
                   gossip.delta.context[record.writer] <= record.through,
                   let known = writerRecords[record.writer], known.firstDisagreement(with: record) != nil,
-                  // From past the last counter both records show issued by one session: the
-                  // copies may have parted inside a gap of either.
+                  // From the first counter the device's record does not show issued by the
+                  // record's session: the copies may have parted inside a gap of it.
                   let first = known.runs.firstCounterNotShownShared(with: record.runs, through: min(known.through, record.through)),
                   (gossip.basis?[record.writer] ?? 0) < first,
                   let withdrawn = SessionRecord.withdrawn(writer: record.writer, runs: record.runs, from: first, through: record.through)

@@ -62,12 +62,8 @@ public struct SessionRecord: Hashable, Sendable {
 
     /// A withdrawn record: `runs` from `from` on (the run holding it starting there),
     /// through `through`; `nil` if `through` is below `from` or the runs do not reach back.
-    ///
-    /// The run holding `from` may be one of ``WriterSessions/unknownSession`` (an adoption
-    /// from inside a gap of the relayed record): the record then withdraws those counters
-    /// too, and a holder's record is compared with it only where both know the sessions.
     static func withdrawn(writer: ReplicaID, runs: WriterSessions, from: UInt64, through: UInt64) -> SessionRecord? {
-        guard from >= 1, through >= from, let start = runs.runs.first?.firstCounter, start <= from else { return nil }
+        guard from >= 1, through >= from, runs.session(at: from) != nil else { return nil }
         var kept = runs.keeping(from: from).runs
         kept[0].firstCounter = from
         guard let trimmed = WriterSessions(runs: kept) else { return nil }
