@@ -151,9 +151,18 @@ struct SimulationRegressionTests {
             TimedEvent(timeMs: 1_500, event: .set(device: 1, key: 2, valueBytes: 8)),
             TimedEvent(timeMs: 1_600, event: .synchronize(device: 0)),
         ]
-        let result = Simulation(input).run()
+        let simulation = Simulation(input)
+        simulation.recordTimeline()
+        let result = simulation.run()
         #expect(result.metrics.faults.accountSwitches == 2, "switched \(result.metrics.faults.accountSwitches) times, not there and back")
         #expect(result.violations.isEmpty && result.converged, "\(result.violations)")
+        // The heal switches every device back too: the switch back must come before it, once
+        // the device is up (a review of the heal's change showed the count alone no longer tells).
+        let moments = try #require(result.timeline).moments
+        let heal = try #require(moments.first { $0.text.hasPrefix("the network heals") })
+        let back = moments.first { $0.text.contains("switches back to the default account") }
+        #expect(back.map { $0.atMs < heal.atMs } == true,
+                "d0 switched back at \(back.map { "\($0.atMs)" } ?? "no time") ms, the heal is at \(heal.atMs) ms")
     }
 
     /// `converge-sim run Simulations/hub-restore.json --policy lww --topology hub --seed
