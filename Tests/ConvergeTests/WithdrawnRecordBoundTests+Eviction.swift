@@ -4,8 +4,7 @@ import Testing
 /// Which withdrawn records go past the bounds of 64 per replica and 1,024 in all (found by a
 /// review of 3215340): one known limit, and records stored in the old layout.
 extension WithdrawnRecordBoundTests {
-    /// The machine's record of the phone's sessions and the phone's withdrawn record, as
-    /// ``recordsOfManyReplicasKeepTheMachineBoundedAndAKnownReplicasRecords()`` sets them up.
+    /// A machine that records the phone's sessions and the phone's withdrawn record.
     func laptopKnowingThePhonesWithdrawal() throws -> MeshSyncMachine {
         var laptop = MeshSyncMachine(device: "laptop")
         var fromPhone = SyncGossip(account: .default, sender: "phone",

@@ -8,12 +8,7 @@ extension WithdrawnRecordBoundTests {
     /// its gossip still decodes, and the record of a replica whose sessions it records (the
     /// phone's, which withdrew some of its counters) is not pushed out.
     @Test func recordsOfManyReplicasKeepTheMachineBoundedAndAKnownReplicasRecords() throws {
-        var laptop = MeshSyncMachine(device: "laptop")
-        var fromPhone = SyncGossip(account: .default, sender: "phone",
-                                   delta: ReplicatedMap.Delta(entries: [:], context: VersionVector(["phone": 5])), wantsReply: true)
-        fromPhone.writerSessions = try #require(WriterSessions(runs: [.init(firstCounter: 1, session: 1)]))
-        fromPhone.withdrawnSessions = [try record("phone", from: 6, session: 2)]
-        _ = laptop.receive(.gossip(fromPhone), as: "laptop")
+        var laptop = try laptopKnowingThePhonesWithdrawal()
         let genuine = laptop.withdrawnRecords
         #expect(genuine.count == 1)
         var made: [SessionRecord] = []
