@@ -187,6 +187,24 @@ struct SimulationRegressionTests {
         #expect(broken.violations.contains { $0.message.contains("d3:1 of k6 in default: superseded by d0:1") }, "\(broken.violations)")
     }
 
+    /// `converge-sim run Simulations/hub-pages.json --policy lww --topology hub --seed 100044`
+    /// (under every policy) failed the reference model once the heal brought every device
+    /// back to the default account: "the hub holds d3:147 of k8 in second: superseded by
+    /// d1:21, which saw it". The hub kept d3:147 beside d1:21 (it believes a device's claims
+    /// on others' writes only as far as it has sent them) until d1 repaired it, and d1 left
+    /// the second account at the heal before it did; it keeps the account aside. The hub's
+    /// copy of an account no device is on is now checked joined with what the devices keep
+    /// aside, whether or not the hub was restored, and not sampled after the heal. A device
+    /// that forgets the account it left is still caught.
+    @Test func aDeviceThatLeftAnAccountBeforeRepairingTheHubKeepsItAsideNotLost() throws {
+        let scenario = try Self.catalogue("hub-pages")
+        try Self.expectPasses(scenario, seeds: [100044], "hub-pages")
+        var input = try SimulationInput(scenario: scenario, seed: 100044)
+        input.variant = .forgetfulAccountSwitch
+        let broken = Simulation(input).run()
+        #expect(broken.violations.contains { $0.kind == .referenceModel && $0.message.contains("in second") }, "\(broken.violations)")
+    }
+
     /// Seed 207 of `Simulations/hub-restore.json`, shrunk: d3 removed k8 in the second
     /// account (d3:3), the hub acknowledged it and was then restored from a backup taken
     /// before, and d3 went back to the default account. At the end no device is on the
