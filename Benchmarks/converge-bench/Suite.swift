@@ -43,6 +43,7 @@ enum BenchmarkSuite {
         Benchmark(name: "sync.entry", group: "sync", run: SyncBenchmarks.bytesPerChangedEntry),
         Benchmark(name: "sync.steady", group: "sync", run: SyncBenchmarks.steadyStateExchange),
         Benchmark(name: "metadata.state", group: "sync", run: SyncBenchmarks.metadataPerKey),
+        Benchmark(name: "mesh.withdrawn", group: "mesh", run: MeshBenchmarks.withdrawnAtTheBound),
     ]
 
     /// The groups, in the order their benchmarks run.

@@ -186,8 +186,10 @@ public struct MeshSyncMachine: Hashable, Sendable {
         guard !fromSelf else { return [.ignore(.fromSelf)] }
         var actions: [SyncAction] = []
         if betweenTwo && !_ignoresWriterSessions {
+            // Made once for the whole gossip, which may carry thousands of records.
+            var recorded: Set<ReplicaID>?
             for withdrawn in gossip.withdrawnSessions where withdrawn.writer != writer ?? device {
-                actions += take(withdrawn: withdrawn, holding: context)
+                actions += take(withdrawn: withdrawn, holding: context, recorded: &recorded)
             }
         }
         // Writes of this device's first writer ID that it takes for orphans, and adopts
@@ -252,14 +254,19 @@ public struct MeshSyncMachine: Hashable, Sendable {
 
     /// Keeps a withdrawn record and, if this device holds writes of it, drops them: the
     /// action to carry out (none if it holds none, or knew the record already).
-    private mutating func take(withdrawn: SessionRecord, holding context: VersionVector?) -> [SyncAction] {
+    ///
+    /// - Parameter recorded: The replicas whose write sessions the machine records, made
+    ///   when first needed and kept for the caller's next record (see ``withdraw(_:)``).
+    private mutating func take(withdrawn: SessionRecord, holding context: VersionVector?,
+                               recorded: inout Set<ReplicaID>?) -> [SyncAction] {
         guard !withdrawnPlace(of: withdrawn).kept else { return [] }
-        withdraw(withdrawn)
+        withdraw(withdrawn, recorded: &recorded)
         // The record shows the device took the withdrawn writes; writes of that writer ID
         // beyond the withdrawn ones (from a shared folder, say) are the other copy's.
         guard let known = writerRecords[withdrawn.writer], known.holdsWithdrawn(withdrawn),
               (context?[withdrawn.writer] ?? known.through) <= withdrawn.through else { return [] }
         writerRecords[withdrawn.writer] = known.below(withdrawn.first)
+        recorded = nil
         return [.withdraw(writer: withdrawn.writer, from: withdrawn.first)]
     }
 
@@ -282,6 +289,15 @@ public struct MeshSyncMachine: Hashable, Sendable {
     ///
     /// - Parameter record: The withdrawn runs, from the first withdrawn counter on.
     package mutating func withdraw(_ record: SessionRecord) {
+        var recorded: Set<ReplicaID>?
+        withdraw(record, recorded: &recorded)
+    }
+
+    /// ``withdraw(_:)``, with the replicas whose write sessions the machine records (which
+    /// records go first past ``maximumWithdrawn``) made only when a record must go, and
+    /// kept in `recorded` for the caller's next record: a gossip at the bound that carries
+    /// thousands of records makes the set once, not once per record.
+    private mutating func withdraw(_ record: SessionRecord, recorded: inout Set<ReplicaID>?) {
         let (index, kept) = withdrawnPlace(of: record)
         guard !kept else { return }
         withdrawnRecords.insert(record, at: index)
@@ -295,11 +311,12 @@ public struct MeshSyncMachine: Hashable, Sendable {
         }
         while withdrawnRecords.count > Self.maximumWithdrawn {
             // A set only to look up: which record goes is decided by the canonical order.
-            let recorded = Set(writerRecords.keys.map(\.base))
+            let replicas = recorded ?? Set(writerRecords.keys.map(\.base))
+            recorded = replicas
             let records = withdrawnRecords
             let own = device
             let others = records.indices.lazy.filter { !records[$0].writer.isIncarnation(of: own) }
-            guard let index = others.first(where: { !recorded.contains(records[$0].writer.base) }) ?? others.first else { break }
+            guard let index = others.first(where: { !replicas.contains(records[$0].writer.base) }) ?? others.first else { break }
             withdrawnRecords.remove(at: index)
         }
     }
