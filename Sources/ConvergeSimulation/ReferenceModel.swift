@@ -243,11 +243,18 @@ struct ReferenceModel {
         return excuses.members.contains { writes[$0].id == id && isSuperseded($0, in: account) }
     }
 
+    /// The writes of `key` that `node` may hold, or not, without knowing what superseded
+    /// them (see ``isExcused(_:at:in:)``).
+    func excusedWrites(of key: String, at node: SimulatedNetwork.Node, in account: AccountID) -> [Write] {
+        guard let excuses = excused[node]?[account] else { return [] }
+        return (writesByKey[account]?[key] ?? []).filter { excuses.contains($0) && isSuperseded($0, in: account) }.map { writes[$0] }
+    }
+
     /// Whether a write of `account` that counts saw write `number`, of the same key.
     private func isSuperseded(_ number: Int, in account: AccountID) -> Bool {
         guard !writes[number].forgotten else { return false }
         let key = writes[number].key
-        return (writesByAccount[account] ?? []).contains { writes[$0].key == key && !writes[$0].forgotten && writes[$0].past.contains(number) }
+        return (writesByKey[account]?[key] ?? []).contains { !writes[$0].forgotten && writes[$0].past.contains(number) }
     }
 
     // MARK: Observations
@@ -776,14 +783,36 @@ struct ReferenceModel {
     /// Usage by the quota's two measures (keys with a live value, bytes of values) of the
     /// maximal writes a replica knowing `known` holds.
     func usage(in account: AccountID, knowing known: Knowledge) -> (keys: Int, bytes: Int, perKey: [String: (live: Bool, bytes: Int)]) {
+        usage(of: expected(in: account, knowing: known))
+    }
+
+    /// What `held` (a replica's expected siblings, by key) counts against the quota.
+    private func usage(of held: [String: [Expected]]) -> (keys: Int, bytes: Int, perKey: [String: (live: Bool, bytes: Int)]) {
         var perKey: [String: (live: Bool, bytes: Int)] = [:]
         var keys = 0, bytes = 0
-        for (key, siblings) in expected(in: account, knowing: known) {
+        for (key, siblings) in held {
             let live = siblings.contains { $0.value != nil }
             let size = siblings.reduce(0) { $0 + ($1.value?.encodedSize ?? 0) }
             perKey[key] = (live, size)
             if live { keys += 1 }
             bytes += size
+        }
+        return (keys, bytes, perKey)
+    }
+
+    /// ``usage(in:knowing:)`` at its most for `node`: every write a page excused there (see
+    /// ``isExcused(_:at:in:)``) counted as held beside what its key holds, since it may be.
+    func mostUsage(in account: AccountID, knowing known: Knowledge, at node: SimulatedNetwork.Node)
+        -> (keys: Int, bytes: Int, perKey: [String: (live: Bool, bytes: Int)]) {
+        let held = expected(in: account, knowing: known)
+        var (keys, bytes, perKey) = usage(of: held)
+        for index in (excused[node]?[account] ?? WriteSet()).members where isSuperseded(index, in: account) {
+            let write = writes[index]
+            guard let value = write.value, !(held[write.key] ?? []).contains(where: { $0.id == write.id }) else { continue }
+            let before = perKey[write.key] ?? (false, 0)
+            if !before.live { keys += 1 }
+            bytes += value.encodedSize
+            perKey[write.key] = (true, before.bytes + value.encodedSize)
         }
         return (keys, bytes, perKey)
     }

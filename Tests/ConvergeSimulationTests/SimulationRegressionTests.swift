@@ -304,4 +304,40 @@ struct SimulationRegressionTests {
         try Self.expectPasses(Self.catalogue("device-restore-mesh") { try $0.set(\.policy, to: .multiValue) }, seeds: [82],
                               "device-restore-mesh under multi-value")
     }
+
+    /// `converge-sim run Simulations/quota-pressure.json --topology hub --hubMessageBytes 300`
+    /// failed the compensation checker in 19 of seeds 0..<20 (a quota and pages together are
+    /// in no scenario of the catalogue). Seed 2, shrunk: d2 wrote k23 as d2:1, then again as
+    /// d2:5, and pushed its changes in pages. The first page claimed d2's counters through 4
+    /// without k23, which came in the next; the hub compensated d2:5 and restored nothing,
+    /// while the checker expected d2:1 back. A page excuses such a write at its receiver
+    /// (``ReferenceModel/isExcused(_:at:in:)``): it may be held or not, so a compensation may
+    /// restore it or not, and the quota is judged with it counted, as the hub may hold it.
+    /// With pages, a hub that compensates writes that broke no quota (`reverting-hub`) is
+    /// still caught by the compensation checker.
+    @Test func aCompensationUnderPagesMayRestoreAWriteAPageExcusedOrNot() throws {
+        try Self.expectReplayPasses("quota-pages-excused-compensation")
+        let paged = try Self.catalogue("quota-pressure") {
+            try $0.set(\.topology, to: .hub)
+            try $0.set(\.hubMessageBytes, to: 300)
+        }
+        try Self.expectPasses(paged, seeds: [0], "quota-pressure in pages")
+        var input = try SimulationInput(scenario: paged, seed: 0)
+        input.variant = .revertingHub
+        let broken = Simulation(input).run()
+        #expect(broken.violations.contains { $0.kind == .compensation && $0.message.contains("the quota would not have been exceeded") },
+                "\(broken.violations)")
+    }
+
+    /// Seed 55 of the same (`quota-pressure.json --topology hub --hubMessageBytes 300`),
+    /// shrunk, fails with and without the checker's change above: d1 held k23 as d2:4, left
+    /// for the second account, and came back at the heal. It pushed its state in pages; the
+    /// hub's answer to the first page carried k23 as d0:1 (which saw d2:4), and d1 kept d2:4
+    /// beside it. Its context then equals the hub's, so nothing sends k23 again: d1 never
+    /// converges, and holds a value the model says was replaced. Not understood yet.
+    @Test func aDeviceBackFromAnotherAccountDropsWhatTheHubsAnswerToItsFirstPageReplaced() throws {
+        withKnownIssue("a device that pushes its state in pages after an account switch keeps a replaced sibling") {
+            try Self.expectReplayPasses("quota-pages-switch-back-stale-sibling")
+        }
+    }
 }
