@@ -330,14 +330,21 @@ struct SimulationRegressionTests {
     }
 
     /// Seed 55 of the same (`quota-pressure.json --topology hub --hubMessageBytes 300`),
-    /// shrunk, fails with and without the checker's change above: d1 held k23 as d2:4, left
-    /// for the second account, and came back at the heal. It pushed its state in pages; the
-    /// hub's answer to the first page carried k23 as d0:1 (which saw d2:4), and d1 kept d2:4
-    /// beside it. Its context then equals the hub's, so nothing sends k23 again: d1 never
-    /// converges, and holds a value the model says was replaced. Not understood yet.
+    /// shrunk, failed with and without the checker's change above: d1 held k23 as d2:4,
+    /// left for the second account, and came back at the heal. It pushed its state in
+    /// pages; the hub's answer to the first page, computed for what that page claimed,
+    /// carried k23 as d0:1 (which saw d2:4) under a context below d2:4, and d1 kept d2:4
+    /// beside it. Its context then equalled the hub's, so no delta carried k23 again: d1
+    /// never converged, and held a value the model says was replaced. The hub now answers
+    /// a push holding a write it saw replaced with the key as it holds it
+    /// (`HubRepairTests.aPushHoldingAWriteTheHubSawReplacedIsAnsweredWithWhatReplacedIt`):
+    /// d1 pushes k23 when it repairs the hub, and drops d2:4. The whole seed passes too.
     @Test func aDeviceBackFromAnotherAccountDropsWhatTheHubsAnswerToItsFirstPageReplaced() throws {
-        withKnownIssue("a device that pushes its state in pages after an account switch keeps a replaced sibling") {
-            try Self.expectReplayPasses("quota-pages-switch-back-stale-sibling")
+        try Self.expectReplayPasses("quota-pages-switch-back-stale-sibling")
+        let paged = try Self.catalogue("quota-pressure") {
+            try $0.set(\.topology, to: .hub)
+            try $0.set(\.hubMessageBytes, to: 300)
         }
+        try Self.expectPasses(paged, seeds: [55], "quota-pressure in pages")
     }
 }

@@ -250,6 +250,7 @@ public struct HubSyncMachine: Sendable {
         var push = push
         push.delta = Self.withoutReusedDots(push.delta, from: push.device, holding: state.map)
         push.delta.context = Self.believable(push.delta, from: push.device, sent: sent)
+        let staleKeys = Self.keysHoldingDropped(push.delta, by: state.map)
         if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = Returning() }
         // A returning device keeps getting the full state until it acknowledges one it was
         // sent after its return. Its context cannot show that: it may cover the hub's
@@ -331,6 +332,9 @@ public struct HubSyncMachine: Sendable {
             var page = state.map.delta(for: basis, maximumBytes: budget)
             if !page.complete && !contextIsCurrent { page = (ReplicatedMap.Delta(entries: [:], context: basis), false, []) }
             if _pagesClaimWholeContext { page.delta.context = state.map.context }
+            if page.complete && page.delta.context == state.map.context && !_skipsRepair {
+                page.delta.entries = Self.adding(staleKeys, of: state.map, to: page.delta, maximumBytes: budget)
+            }
             reply = SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: frontier, rejectedKeys: rejected,
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
         }
@@ -521,6 +525,44 @@ public struct HubSyncMachine: Sendable {
         if let device { writer.writeString(device.rawValue) }
         for key in rejectedKeys { writer.writeString(key) }
         return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - vectors - writer.bytes.count - 32)
+    }
+
+    /// The keys of `delta` (a device's push) with a sibling the hub has seen and no longer
+    /// holds: the device holds a write the hub saw replaced or removed, and no delta will
+    /// tell it, since its context covers what replaced it.
+    ///
+    /// A page of a reply computed for less than the device holds leaves it so: a page
+    /// carries a key under a context lowered below a write of another replica the device
+    /// already held, and the device keeps that write beside the page's, which saw it
+    /// (`quota-pressure.json` in 300-byte messages, seed 55: a device back from another
+    /// account pushed its state in pages). The device pushes such a key again when it
+    /// repairs the hub, or writes it.
+    static func keysHoldingDropped(_ delta: ReplicatedMap.Delta, by map: ReplicatedMap) -> [String] {
+        delta.entries.keys.sortedByUTF8().filter { key in
+            let held = map.siblings(forKey: key)
+            return delta.entries[key]!.contains { sibling in
+                map.context.contains(sibling.dot) && !held.contains { $0.dot == sibling.dot }
+            }
+        }
+    }
+
+    /// `reply`'s entries with the hub's siblings of `keys` (see
+    /// ``keysHoldingDropped(_:by:)``) added, in order, while they fit in `maximumBytes`:
+    /// under the hub's whole context, each drops at the device what the hub dropped. A key
+    /// the hub holds nothing of (a tombstone it collected) is left out: the device collects
+    /// its own below the stable frontier.
+    static func adding(_ keys: [String], of map: ReplicatedMap, to reply: ReplicatedMap.Delta, maximumBytes: Int) -> [String: [Sibling]] {
+        var entries = reply.entries
+        var left = maximumBytes - ReplicatedMap.deltaBytesBound(entries: entries, context: reply.context)
+        for key in keys where entries[key] == nil {
+            let siblings = map.siblings(forKey: key)
+            guard !siblings.isEmpty else { continue }
+            let cost = ReplicatedMap.entryBytesBound(key: key, siblings: siblings)
+            guard cost <= left else { break }
+            entries[key] = siblings
+            left -= cost
+        }
+        return entries
     }
 
     /// The full state for a returning device that has joined the pages up to `after`:
