@@ -31,7 +31,8 @@ extension HubRepairTests {
         // far as it sent them), and replaces it.
         _ = try push("d2", ["k": [replaced]], ["d2": 4])
         _ = try push("d0", [:], [:])
-        _ = try push("d0", ["k": [replacing]], ["d0": 1, "d2": 4])
+        let replacingPush = try push("d0", ["k": [replacing]], ["d0": 1, "d2": 4])
+        #expect(replacingPush.delta.entries["k"] == nil, "a push holding nothing the hub dropped is answered with nothing of its keys")
         // d1 is sent both writes' counters (so the hub believes its claims on them), then
         // pushes a write of its own and the key, holding both.
         let first = try push("d1", [:], [:])

@@ -333,7 +333,9 @@ public struct HubSyncMachine: Sendable {
             if !page.complete && !contextIsCurrent { page = (ReplicatedMap.Delta(entries: [:], context: basis), false, []) }
             if _pagesClaimWholeContext { page.delta.context = state.map.context }
             if page.complete && page.delta.context == state.map.context && !_skipsRepair {
-                page.delta.entries = Self.adding(staleKeys, of: state.map, to: page.delta, maximumBytes: budget)
+                // The repaired span's keys go in the reply too, which the budget does not count.
+                let span = push.fullStateKeys.map { ($0.after?.utf8.count ?? 0) + ($0.through?.utf8.count ?? 0) + 8 } ?? 0
+                page.delta.entries = Self.adding(staleKeys, of: state.map, to: page.delta, maximumBytes: budget - span)
             }
             reply = SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: frontier, rejectedKeys: rejected,
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
@@ -527,30 +529,40 @@ public struct HubSyncMachine: Sendable {
         return max(0, min(maximumBytes, SyncMessage.maximumEncodedBytes) - vectors - writer.bytes.count - 32)
     }
 
-    /// The keys of `delta` (a device's push) with a sibling the hub has seen and no longer
-    /// holds: the device holds a write the hub saw replaced or removed, and no delta will
-    /// tell it, since its context covers what replaced it.
+    /// The keys of `delta` (a device's push) whose siblings are every sibling the hub holds
+    /// of the key and more that the hub has seen and no longer holds: the device holds a
+    /// write the hub saw replaced or removed beside what replaced it, and no delta will tell
+    /// it, since its context covers both.
     ///
     /// A page of a reply computed for less than the device holds leaves it so: a page
     /// carries a key under a context lowered below a write of another replica the device
     /// already held, and the device keeps that write beside the page's, which saw it
-    /// (`quota-pressure.json` in 300-byte messages, seed 55: a device back from another
-    /// account pushed its state in pages). The device pushes such a key again when it
-    /// repairs the hub, or writes it.
+    /// (`quota-pressure.json` in 300-byte messages, seeds 55 and 126: a device back from
+    /// another account pushed its state in pages). The device pushes such a key again when
+    /// it repairs the hub, or writes it.
+    ///
+    /// Only when the device holds all the hub holds of the key: a device that holds other
+    /// writes under dots the hub has seen (a store restored from a backup, reusing counters
+    /// its sessions did not show reused) would drop its own write and not take the hub's,
+    /// its context covering both, and hold nothing of the key.
     static func keysHoldingDropped(_ delta: ReplicatedMap.Delta, by map: ReplicatedMap) -> [String] {
         delta.entries.keys.sortedByUTF8().filter { key in
             let held = map.siblings(forKey: key)
-            return delta.entries[key]!.contains { sibling in
-                map.context.contains(sibling.dot) && !held.contains { $0.dot == sibling.dot }
-            }
+            let pushed = delta.entries[key]!
+            let holdsAllTheHubHolds = held.allSatisfy { mine in pushed.contains { $0.dot == mine.dot } }
+            return holdsAllTheHubHolds
+                && pushed.contains { sibling in map.context.contains(sibling.dot) && !held.contains { $0.dot == sibling.dot } }
         }
     }
 
     /// `reply`'s entries with the hub's siblings of `keys` (see
     /// ``keysHoldingDropped(_:by:)``) added, in order, while they fit in `maximumBytes`:
-    /// under the hub's whole context, each drops at the device what the hub dropped. A key
-    /// the hub holds nothing of (a tombstone it collected) is left out: the device collects
-    /// its own below the stable frontier.
+    /// under the hub's whole context, each drops at the device what the hub dropped.
+    ///
+    /// Left out, and the device keeps the replaced write: a key the hub holds nothing of
+    /// (it collected the key's tombstones; the device, holding a value beside a tombstone,
+    /// never collects it), and keys past the budget or of a reply that is a page (a device
+    /// pushes the key again only when it repairs the hub again, or writes it).
     static func adding(_ keys: [String], of map: ReplicatedMap, to reply: ReplicatedMap.Delta, maximumBytes: Int) -> [String: [Sibling]] {
         var entries = reply.entries
         var left = maximumBytes - ReplicatedMap.deltaBytesBound(entries: entries, context: reply.context)
