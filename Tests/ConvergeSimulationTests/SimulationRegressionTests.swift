@@ -305,6 +305,15 @@ struct SimulationRegressionTests {
                               "device-restore-mesh under multi-value")
     }
 
+    /// `Simulations/quota-pressure.json` through a hub with messages of at most 300 bytes,
+    /// so that pushes and replies travel in pages.
+    static func quotaPressureInPages() throws -> Scenario {
+        try catalogue("quota-pressure") {
+            try $0.set(\.topology, to: .hub)
+            try $0.set(\.hubMessageBytes, to: 300)
+        }
+    }
+
     /// `converge-sim run Simulations/quota-pressure.json --topology hub --hubMessageBytes 300`
     /// failed the compensation checker in 19 of seeds 0..<20 (a quota and pages together are
     /// in no scenario of the catalogue). Seed 2, shrunk: d2 wrote k23 as d2:1, then again as
@@ -317,10 +326,7 @@ struct SimulationRegressionTests {
     /// still caught by the compensation checker.
     @Test func aCompensationUnderPagesMayRestoreAWriteAPageExcusedOrNot() throws {
         try Self.expectReplayPasses("quota-pages-excused-compensation")
-        let paged = try Self.catalogue("quota-pressure") {
-            try $0.set(\.topology, to: .hub)
-            try $0.set(\.hubMessageBytes, to: 300)
-        }
+        let paged = try Self.quotaPressureInPages()
         try Self.expectPasses(paged, seeds: [0], "quota-pressure in pages")
         var input = try SimulationInput(scenario: paged, seed: 0)
         input.variant = .revertingHub
@@ -341,10 +347,7 @@ struct SimulationRegressionTests {
     /// d1 pushes k23 when it repairs the hub, and drops d2:4. The whole seed passes too.
     @Test func aDeviceBackFromAnotherAccountDropsWhatTheHubsAnswerToItsFirstPageReplaced() throws {
         try Self.expectReplayPasses("quota-pages-switch-back-stale-sibling")
-        let paged = try Self.catalogue("quota-pressure") {
-            try $0.set(\.topology, to: .hub)
-            try $0.set(\.hubMessageBytes, to: 300)
-        }
+        let paged = try Self.quotaPressureInPages()
         try Self.expectPasses(paged, seeds: [55], "quota-pressure in pages")
     }
 }
