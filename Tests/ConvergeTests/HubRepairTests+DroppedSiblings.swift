@@ -12,35 +12,13 @@ extension HubRepairTests {
     /// the reply leaves the key out, and the device keeps the replaced write for good.
     @Test(arguments: [false, true])
     func aPushHoldingAWriteTheHubSawReplacedIsAnsweredWithWhatReplacedIt(skipsRepair: Bool) throws {
-        var hub = HubSyncMachine(hubID: "hub")
-        hub._skipsRepair = skipsRepair
-        let stamp = { (wall: UInt64) in HybridTimestamp(wallMilliseconds: wall, logical: 0) }
-        let replaced = Sibling(dot: Dot(replica: "d2", counter: 4), timestamp: stamp(1), value: .string("replaced"))
-        let replacing = Sibling(dot: Dot(replica: "d0", counter: 1), timestamp: stamp(2), value: .string("replacing"))
-        var compensations: [HubCompensation] = []
-        func push(_ device: ReplicaID, _ entries: [String: [Sibling]], _ context: [ReplicaID: UInt64]) throws -> SyncReply {
-            let message = SyncMessage.push(SyncPush(account: .default, device: device,
-                                                    delta: ReplicatedMap.Delta(entries: entries, context: VersionVector(context))))
-            guard case .reply(let reply) = try hub.receive(message, nowMilliseconds: 1, compensations: &compensations) else {
-                Issue.record("the hub did not answer \(device)'s push with a reply")
-                return SyncReply(account: .default, kind: .delta, delta: ReplicatedMap().asDelta, stableFrontier: VersionVector(), rejectedKeys: [])
-            }
-            return reply
-        }
-        // d0 is sent d2's write (the hub believes a device's claims on others' writes only as
-        // far as it sent them), and replaces it.
-        _ = try push("d2", ["k": [replaced]], ["d2": 4])
-        _ = try push("d0", [:], [:])
-        let replacingPush = try push("d0", ["k": [replacing]], ["d0": 1, "d2": 4])
-        #expect(replacingPush.delta.entries["k"] == nil, "a push holding nothing the hub dropped is answered with nothing of its keys")
-        // d1 is sent both writes' counters (so the hub believes its claims on them), then
-        // pushes a write of its own and the key, holding both.
-        let first = try push("d1", [:], [:])
-        #expect(first.delta.context == VersionVector(["d0": 1, "d2": 4]))
-        let mine = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: stamp(3), value: .string("mine"))
+        var fixture = DroppedSiblingFixture()
+        fixture.hub._skipsRepair = skipsRepair
+        let (replaced, replacing) = try fixture.replaceAWriteAndSendD1Both()
+        let mine = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: DroppedSiblingFixture.stamp(3), value: .string("mine"))
         var device = try ReplicatedMap(entries: ["k": [replacing, replaced], "j": [mine]], context: VersionVector(["d0": 1, "d1": 1, "d2": 4]))
-        let reply = try push("d1", device.entries, ["d0": 1, "d1": 1, "d2": 4])
-        #expect(hub.state(of: .default).siblings(forKey: "k") == [replacing], "the hub dropped the replaced write again")
+        let reply = try fixture.push("d1", device.entries, ["d0": 1, "d1": 1, "d2": 4])
+        #expect(fixture.hub.state(of: .default).siblings(forKey: "k") == [replacing], "the hub dropped the replaced write again")
         _ = device.apply(reply.delta)
         if skipsRepair {
             #expect(reply.delta.entries["k"] == nil, "without the repair the device is not told (the test shows the fix matters)")
@@ -50,5 +28,77 @@ extension HubRepairTests {
             #expect(device.siblings(forKey: "k") == [replacing], "the device dropped the replaced write")
             #expect(device.siblings(forKey: "j") == [mine])
         }
+    }
+
+    /// The answer goes first when the rest of the reply leaves no room for it: the rest
+    /// comes in the next pages. `quota-pressure.json` in 300-byte messages, seed 124, shrunk
+    /// (which `SimulationRegressionTests` replays): the hub's reply to a device's repair
+    /// carried three keys the device lacked and had no room left for the answer, and the
+    /// device never pushed the key again. Here the device lacks one key of another device's
+    /// (the answer fits beside it in a complete reply) or ten (a page, which carries the
+    /// answer too, its context covering all the hub holds of the key).
+    @Test(arguments: [1, 10])
+    func theAnswerToAPushHoldingAReplacedWriteGoesFirstInAReplyWithoutRoomForAll(otherKeys: Int) throws {
+        var fixture = DroppedSiblingFixture()
+        let (replaced, replacing) = try fixture.replaceAWriteAndSendD1Both()
+        let others = (0..<otherKeys).map { index in
+            ("other\(index)", [Sibling(dot: Dot(replica: "d3", counter: UInt64(index + 1)), timestamp: DroppedSiblingFixture.stamp(4),
+                                       value: .string(String(repeating: "x", count: 60)))])
+        }
+        _ = try fixture.push("d3", Dictionary(uniqueKeysWithValues: others), ["d3": UInt64(otherKeys)])
+        fixture.hub.maximumReplyBytes = 300
+        var device = try ReplicatedMap(entries: ["k": [replacing, replaced]], context: VersionVector(["d0": 1, "d2": 4]))
+        var reply = try fixture.push("d1", device.entries, ["d0": 1, "d2": 4])
+        #expect(reply.delta.entries["k"] == [replacing], "the answer is in the first reply")
+        #expect(reply.moreToCome == (otherKeys > 1))
+        _ = device.apply(reply.delta, partialKeys: Set(reply.partialKeys))
+        #expect(device.siblings(forKey: "k") == [replacing], "the device dropped the replaced write")
+        var pages = 1
+        while reply.moreToCome && pages < 20 {
+            reply = try fixture.push("d1", [:], device.context.entries.reduce(into: [:]) { $0[$1.replica] = $1.counter },
+                                     basis: reply.delta.context)
+            _ = device.apply(reply.delta, partialKeys: Set(reply.partialKeys))
+            pages += 1
+        }
+        #expect(!reply.moreToCome)
+        #expect(device == fixture.hub.state(of: .default), "the device ends with the hub's state, after \(pages) replies")
+    }
+}
+
+/// A hub that devices push to.
+private struct DroppedSiblingFixture {
+    var hub = HubSyncMachine(hubID: "hub")
+    var compensations: [HubCompensation] = []
+
+    static func stamp(_ wall: UInt64) -> HybridTimestamp { HybridTimestamp(wallMilliseconds: wall, logical: 0) }
+
+    /// `basis`: what the device believes the hub holds (see ``SyncPush/basis``); a push
+    /// with none is the device's whole state.
+    mutating func push(_ device: ReplicaID, _ entries: [String: [Sibling]], _ context: [ReplicaID: UInt64],
+                       basis: VersionVector = VersionVector()) throws -> SyncReply {
+        var push = SyncPush(account: .default, device: device, delta: ReplicatedMap.Delta(entries: entries, context: VersionVector(context)))
+        push.basis = basis
+        let message = SyncMessage.push(push)
+        guard case .reply(let reply) = try hub.receive(message, nowMilliseconds: 1, compensations: &compensations) else {
+            Issue.record("the hub did not answer \(device)'s push with a reply")
+            return SyncReply(account: .default, kind: .delta, delta: ReplicatedMap().asDelta, stableFrontier: VersionVector(), rejectedKeys: [])
+        }
+        return reply
+    }
+
+    /// d2 writes `k`, d0 replaces it, and d1 is sent the counters of both (the hub believes a
+    /// device's claims on others' writes only as far as it sent them).
+    ///
+    /// - Returns: d2's write and d0's, which replaced it.
+    mutating func replaceAWriteAndSendD1Both() throws -> (replaced: Sibling, replacing: Sibling) {
+        let replaced = Sibling(dot: Dot(replica: "d2", counter: 4), timestamp: Self.stamp(1), value: .string("replaced"))
+        let replacing = Sibling(dot: Dot(replica: "d0", counter: 1), timestamp: Self.stamp(2), value: .string("replacing"))
+        _ = try push("d2", ["k": [replaced]], ["d2": 4])
+        _ = try push("d0", [:], [:])
+        let replacingPush = try push("d0", ["k": [replacing]], ["d0": 1, "d2": 4])
+        #expect(replacingPush.delta.entries["k"] == nil, "a push holding nothing the hub dropped is answered with nothing of its keys")
+        let first = try push("d1", [:], [:])
+        #expect(first.delta.context == VersionVector(["d0": 1, "d2": 4]))
+        return (replaced, replacing)
     }
 }

@@ -329,13 +329,25 @@ public struct HubSyncMachine: Sendable {
             reply = SyncReply(account: push.account, kind: .fullState, delta: delta, stableFrontier: frontier, rejectedKeys: rejected, keys: keys)
         } else {
             let basis = push.moreToCome ? Self.replyBasis(push.delta.context, device: push.device, holding: state.map.context) : push.delta.context
+            // The repaired span's keys go in the reply too, which the budget does not count.
+            let span = push.fullStateKeys.map { ($0.after?.utf8.count ?? 0) + ($0.through?.utf8.count ?? 0) + 8 } ?? 0
+            let answers = _skipsRepair ? [] : staleKeys
             var page = state.map.delta(for: basis, maximumBytes: budget)
+            // The answers to keys holding dropped writes come first: the device pushes such a
+            // key again only when it repairs the hub again, or writes it, while the rest of
+            // the delta comes in the next page (`quota-pressure.json` in 300-byte messages,
+            // seed 124: a complete reply without room for the answer left a device holding a
+            // replaced write for good). Not when the push's context may no longer be what the
+            // device holds: an incomplete reply then is an empty page asking for a push.
+            let answersCost = Self.bytesBound(of: answers, in: state.map)
+            if answersCost > 0 && contextIsCurrent
+                && ReplicatedMap.deltaBytesBound(entries: page.delta.entries, context: page.delta.context) + answersCost > budget - span {
+                page = state.map.delta(for: basis, maximumBytes: budget - span - answersCost)
+            }
             if !page.complete && !contextIsCurrent { page = (ReplicatedMap.Delta(entries: [:], context: basis), false, []) }
             if _pagesClaimWholeContext { page.delta.context = state.map.context }
-            if page.complete && page.delta.context == state.map.context && !_skipsRepair {
-                // The repaired span's keys go in the reply too, which the budget does not count.
-                let span = push.fullStateKeys.map { ($0.after?.utf8.count ?? 0) + ($0.through?.utf8.count ?? 0) + 8 } ?? 0
-                page.delta.entries = Self.adding(staleKeys, of: state.map, to: page.delta, maximumBytes: budget - span)
+            if page.complete || !page.delta.entries.isEmpty {
+                page.delta.entries = Self.adding(answers, of: state.map, to: page.delta, maximumBytes: budget - span)
             }
             reply = SyncReply(account: push.account, kind: .delta, delta: page.delta, stableFrontier: frontier, rejectedKeys: rejected,
                               moreToCome: !page.complete, partialKeys: page.partialKeys)
@@ -557,24 +569,38 @@ public struct HubSyncMachine: Sendable {
 
     /// `reply`'s entries with the hub's siblings of `keys` (see
     /// ``keysHoldingDropped(_:by:)``) added, in order, while they fit in `maximumBytes`:
-    /// under the hub's whole context, each drops at the device what the hub dropped.
+    /// each drops at the device what the hub dropped and the reply's context covers.
+    ///
+    /// A key goes in a page too (a reply under less than the hub's context) when the page's
+    /// context covers all the hub holds of it: the page then carries the key as the hub
+    /// held it when it had seen no more than the page, as any whole key of a page does.
     ///
     /// Left out, and the device keeps the replaced write: a key the hub holds nothing of
     /// (it collected the key's tombstones; the device, holding a value beside a tombstone,
-    /// never collects it), and keys past the budget or of a reply that is a page (a device
-    /// pushes the key again only when it repairs the hub again, or writes it).
+    /// never collects it), a key the page's context does not cover, and keys past the
+    /// budget (a device pushes the key again only when it repairs the hub again, or writes
+    /// it).
     static func adding(_ keys: [String], of map: ReplicatedMap, to reply: ReplicatedMap.Delta, maximumBytes: Int) -> [String: [Sibling]] {
         var entries = reply.entries
         var left = maximumBytes - ReplicatedMap.deltaBytesBound(entries: entries, context: reply.context)
         for key in keys where entries[key] == nil {
             let siblings = map.siblings(forKey: key)
-            guard !siblings.isEmpty else { continue }
+            guard !siblings.isEmpty, siblings.allSatisfy({ reply.context.contains($0.dot) }) else { continue }
             let cost = ReplicatedMap.entryBytesBound(key: key, siblings: siblings)
             guard cost <= left else { break }
             entries[key] = siblings
             left -= cost
         }
         return entries
+    }
+
+    /// At most the bytes the hub's entries of `keys` take in a delta (nothing for a key it
+    /// holds nothing of).
+    static func bytesBound(of keys: [String], in map: ReplicatedMap) -> Int {
+        keys.reduce(0) { total, key in
+            let siblings = map.siblings(forKey: key)
+            return siblings.isEmpty ? total : total + ReplicatedMap.entryBytesBound(key: key, siblings: siblings)
+        }
     }
 
     /// The full state for a returning device that has joined the pages up to `after`:
