@@ -144,8 +144,11 @@ struct ReferenceModel {
     /// then the receiver may hold the old write or not. An excuse travels on: a replica
     /// excused for a write passes on what it holds, so whoever learns from it before the
     /// superseding write arrives may miss the write too (a device's page to the hub, then
-    /// the hub's answer to another device). Only pages make excuses; a run without them
-    /// checks everything exactly.
+    /// the hub's answer to another device). A page also excuses a write beyond its cap that
+    /// a write under it saw: a receiver holding the earlier write keeps it beside the later
+    /// one until something covering it carries the key again. Only pages make excuses; a run
+    /// without them checks everything exactly, and at the end of a converged run they no
+    /// longer excuse a write held beside what superseded it.
     private var excused: [SimulatedNetwork.Node: [AccountID: WriteSet]] = [:]
     private var durable: [Int: [AccountID: Knowledge]] = [:]
     /// What the hub knew when its last backup was taken.
@@ -348,8 +351,21 @@ struct ReferenceModel {
             // write of their key that it knows (a write's past never holds the write itself).
             let indices = known.members.filter { !writes[$0].forgotten }
             var seen: [String: WriteSet] = [:]
-            for index in indices { seen[writes[index].key, default: WriteSet()].formUnion(writes[index].past) }
+            var seenUnderCap: [String: WriteSet] = [:]
+            for index in indices {
+                seen[writes[index].key, default: WriteSet()].formUnion(writes[index].past)
+                if carried.contains(index) { seenUnderCap[writes[index].key, default: WriteSet()].formUnion(writes[index].past) }
+            }
             for index in indices where carried.contains(index) && seen[writes[index].key]!.contains(index) {
+                superseded.insert(index)
+            }
+            // And the writes beyond the cap that a write under it saw: the page carries the
+            // later write under a context that does not cover the earlier, so a receiver that
+            // holds the earlier keeps it beside the later until something covering it carries
+            // the key again (a device pushing its whole state in pages, as a returning device
+            // does, then repairs the hub with it: `quota-pressure.json` in 300-byte messages,
+            // seed 124).
+            for index in indices where !carried.contains(index) && seenUnderCap[writes[index].key]?.contains(index) == true {
                 superseded.insert(index)
             }
         }

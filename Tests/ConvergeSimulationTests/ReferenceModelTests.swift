@@ -40,6 +40,35 @@ struct ReferenceModelTests {
         #expect(!model.isExcused(replaced, at: .device(2), in: .default))
     }
 
+    /// d1 replaces d0's write of k (d0:1) with d1:1 and sends a page capped at d1:1 and
+    /// nothing of d0's: the page carries d1:1 under a context that does not cover d0:1, so a
+    /// receiver holding d0:1 keeps it beside d1:1 (`quota-pressure.json` in 300-byte
+    /// messages, seed 124). d0:1 is excused there, and wherever the receiver's answers go;
+    /// d0:2, of another key and beyond the cap too, is not.
+    @Test func aPageExcusesAWriteBeyondItsCapThatAWriteUnderItSaw() {
+        var model = ReferenceModel()
+        let replaced = WriteID(replica: "d0", counter: 1), other = WriteID(replica: "d0", counter: 2)
+        for (index, (id, key)) in [(replaced, "k"), (other, "j")].enumerated() {
+            #expect(model.recordWrite(by: .device(0), account: .default, key: key, id: id, stamp: ReferenceModel.Stamp(wall: id.counter, logical: 0),
+                                      value: .string("d0's"), ledgerIndex: index) == nil)
+        }
+        model.sent(message: 1, from: .device(0), account: .default)
+        model.delivered(message: 1, to: .hub, currentAccount: nil, lastCopy: true)
+        model.sent(message: 2, from: .hub, account: .default)
+        model.delivered(message: 2, to: .device(1), currentAccount: .default, lastCopy: true)
+        #expect(model.recordWrite(by: .device(1), account: .default, key: "k", id: WriteID(replica: "d1", counter: 1),
+                                  stamp: ReferenceModel.Stamp(wall: 3, logical: 0), value: .string("d1's"), ledgerIndex: 2) == nil)
+        #expect(!model.isExcused(replaced, at: .hub, in: .default))
+        model.sent(message: 3, from: .device(1), account: .default, cap: ["d1": 1])
+        model.delivered(message: 3, to: .hub, currentAccount: nil, lastCopy: true)
+        model.sent(message: 4, from: .hub, account: .default)
+        model.delivered(message: 4, to: .device(2), currentAccount: .default, lastCopy: true)
+        #expect(model.isExcused(replaced, at: .hub, in: .default))
+        #expect(model.isExcused(replaced, at: .device(2), in: .default))
+        #expect(!model.isExcused(other, at: .hub, in: .default))
+        #expect(!model.isExcused(replaced, at: .device(0), in: .default))
+    }
+
     /// A write whose superseder was lost in a crash is owed again, excused or not.
     @Test func anExcuseEndsWhenTheWriteThatSupersededItIsForgotten() {
         var model = Self.pagedThenForwarded()

@@ -357,8 +357,27 @@ struct SimulationRegressionTests {
     /// lacked and had no room left for the answer, so d2 never dropped hub:9 and never
     /// converged. The answer now goes first, and the rest of the reply in the next pages
     /// (`HubRepairTests.theAnswerToAPushHoldingAReplacedWriteGoesFirstInAReplyWithoutRoomForAll`).
-    /// The whole seed still fails the reference model for another reason (see the README).
+    /// The whole seed failed the reference model for another reason (the next test).
     @Test func theHubsAnswerToARepairHoldingAReplacedWriteIsNotCrowdedOutOfItsReply() throws {
         try Self.expectReplayPasses("quota-pages-answer-crowded-out")
+    }
+
+    /// The whole seed 124, shrunk again once the answer above was fixed, failed the reference
+    /// model during the run only: d3, back at the heal, pushed its whole state in pages. One
+    /// carried k10 as d3:8, which saw d0:13, under a context stopping d0 at 11, so the hub kept
+    /// d0:13 beside d3:8 and sent both to the others, until d3 repaired the hub with its state
+    /// and the hub sent them a full state. The model now excuses, at a page's receiver, a
+    /// write beyond the page's cap that a write under it saw
+    /// (``ReferenceModel/sent(message:from:account:cap:)``), during the run; at the end of it
+    /// the excuse no longer holds (`ReferenceModelTests` checks the rule). A hub that ignores
+    /// repairs (`unrepaired-hub`) keeps the replaced write, and is caught by liveness.
+    @Test func aPageCarryingAWriteThatSawOneBeyondItsCapMayLeaveBothUntilTheRepair() throws {
+        try Self.expectReplayPasses("quota-pages-whole-state-page-keeps-replaced")
+        try Self.expectPasses(Self.quotaPressureInPages(), seeds: [23, 124], "quota-pressure in pages")
+        var input = try Self.trace("quota-pages-whole-state-page-keeps-replaced")
+        input.variant = .unrepairedHub
+        let broken = Simulation(input).run()
+        #expect(broken.violations.contains { $0.kind == .liveness && $0.message.contains("the hub holds d0:13@1700000009700, d3:8@1700000010550") },
+                "\(broken.violations)")
     }
 }
