@@ -65,6 +65,57 @@ extension HubRepairTests {
     }
 }
 
+extension HubRepairTests {
+    /// A device holding a value of a key the hub holds nothing of, every sibling of which the
+    /// hub has seen (it saw the value removed and collected the removal since), is sent a
+    /// full state when it pushes the key, and drops the value: a delta cannot carry a key
+    /// with no siblings. `quota-pressure.json` in 300-byte messages, seed 149 (a device held a
+    /// value beside two removals the hub had collected, and never converged), which
+    /// `SimulationRegressionTests` runs. Without the repair the device keeps the value.
+    @Test(arguments: [false, true])
+    func aPushHoldingAValueOfAKeyTheHubCollectedIsAnsweredWithAFullState(skipsRepair: Bool) throws {
+        var fixture = DroppedSiblingFixture()
+        fixture.hub._skipsRepair = skipsRepair
+        let value = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: DroppedSiblingFixture.stamp(1), value: .string("removed later"))
+        let removal = Sibling(dot: Dot(replica: "d1", counter: 2), timestamp: DroppedSiblingFixture.stamp(2), value: nil)
+        let kept = Sibling(dot: Dot(replica: "d1", counter: 3), timestamp: DroppedSiblingFixture.stamp(3), value: .string("kept"))
+        _ = try fixture.push("d1", ["k": [value], "j": [kept]], ["d1": 1])
+        _ = try fixture.push("d2", [:], [:])
+        _ = try fixture.push("d1", ["k": [removal], "j": [kept]], ["d1": 3], basis: VersionVector(["d1": 1]))
+        // Both members acknowledge the removal, and the hub collects it.
+        let sent = try fixture.push("d2", [:], ["d1": 1], basis: VersionVector(["d1": 1]))
+        #expect(sent.delta.context == VersionVector(["d1": 3]))
+        _ = try fixture.push("d2", [:], ["d1": 3], basis: VersionVector(["d1": 3]))
+        _ = try fixture.push("d1", [:], ["d1": 3], basis: VersionVector(["d1": 3]))
+        #expect(fixture.hub.state(of: .default).siblings(forKey: "k").isEmpty, "the hub collected the removal")
+        // d2 holds the value under a context covering the removal (a page of a reply left it so).
+        var device = try ReplicatedMap(entries: ["k": [value], "j": [kept]], context: VersionVector(["d1": 3]))
+        let reply = try fixture.push("d2", device.entries, ["d1": 3], basis: VersionVector(["d1": 3]))
+        if skipsRepair {
+            #expect(reply.kind == .delta)
+            _ = device.apply(reply.delta)
+            #expect(device.siblings(forKey: "k") == [value], "without the repair the device is not told (the test shows the fix matters)")
+        } else {
+            #expect(reply.kind == .fullState && reply.keys == .all)
+            _ = device.join(try ReplicatedMap(entries: reply.delta.entries, context: reply.delta.context), keys: .all)
+            #expect(device.siblings(forKey: "k").isEmpty, "the device dropped the value")
+            #expect(device.siblings(forKey: "j") == [kept])
+        }
+    }
+
+    /// A push of tombstones alone the hub collected is answered with a delta: the device
+    /// collects them itself.
+    @Test func aPushHoldingOnlyRemovalsTheHubCollectedGetsNoFullState() throws {
+        var fixture = DroppedSiblingFixture()
+        let removal = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: DroppedSiblingFixture.stamp(1), value: nil)
+        _ = try fixture.push("d1", ["k": [removal]], ["d1": 1])
+        _ = try fixture.push("d1", [:], ["d1": 1], basis: VersionVector(["d1": 1]))
+        #expect(fixture.hub.state(of: .default).siblings(forKey: "k").isEmpty, "the hub collected the removal")
+        let reply = try fixture.push("d1", ["k": [removal]], ["d1": 1], basis: VersionVector(["d1": 1]))
+        #expect(reply.kind == .delta)
+    }
+}
+
 /// A hub that devices push to.
 private struct DroppedSiblingFixture {
     var hub = HubSyncMachine(hubID: "hub")

@@ -251,6 +251,11 @@ public struct HubSyncMachine: Sendable {
         push.delta = Self.withoutReusedDots(push.delta, from: push.device, holding: state.map)
         push.delta.context = Self.believable(push.delta, from: push.device, sent: sent)
         let staleKeys = Self.keysHoldingDropped(push.delta, by: state.map)
+        // A key the hub holds nothing of cannot be answered with a delta: a full state tells
+        // the device (see ``holdsACollectedKey(_:by:)``).
+        if !_skipsRepair && state.awaitingFullState[push.device] == nil && Self.holdsACollectedKey(push.delta, by: state.map) {
+            state.awaitingFullState[push.device] = Returning()
+        }
         if state.retired.removeValue(forKey: push.device) != nil { state.awaitingFullState[push.device] = Returning() }
         // A returning device keeps getting the full state until it acknowledges one it was
         // sent after its return. Its context cannot show that: it may cover the hub's
@@ -567,6 +572,25 @@ public struct HubSyncMachine: Sendable {
         }
     }
 
+    /// Whether `delta` (a device's push) holds a value of a key the hub holds nothing of,
+    /// every sibling of which the hub has seen: the hub saw the value replaced or removed,
+    /// and collected the key's tombstones since. The device holds it beside what replaced
+    /// it (a page of a reply computed for less than it held left it so), or alone, under a
+    /// context covering all of it, and no delta will tell it: a delta cannot carry a key
+    /// with no siblings. A full state does: it drops every sibling the device has seen that
+    /// the hub has seen and no longer holds (`quota-pressure.json` in 300-byte messages,
+    /// seed 149: a device held a value beside two removals the hub had collected, and never
+    /// converged).
+    ///
+    /// Tombstones alone are left: the device collects them itself once every member has
+    /// seen them.
+    static func holdsACollectedKey(_ delta: ReplicatedMap.Delta, by map: ReplicatedMap) -> Bool {
+        delta.entries.contains { key, siblings in
+            map.siblings(forKey: key).isEmpty && siblings.contains { !$0.isTombstone }
+                && siblings.allSatisfy { map.context.contains($0.dot) }
+        }
+    }
+
     /// `reply`'s entries with the hub's siblings of `keys` (see
     /// ``keysHoldingDropped(_:by:)``) added, in order, while they fit in `maximumBytes`:
     /// each drops at the device what the hub dropped and the reply's context covers.
@@ -575,11 +599,10 @@ public struct HubSyncMachine: Sendable {
     /// context covers all the hub holds of it: the page then carries the key as the hub
     /// held it when it had seen no more than the page, as any whole key of a page does.
     ///
-    /// Left out, and the device keeps the replaced write: a key the hub holds nothing of
-    /// (it collected the key's tombstones; the device, holding a value beside a tombstone,
-    /// never collects it), a key the page's context does not cover, and keys past the
-    /// budget (a device pushes the key again only when it repairs the hub again, or writes
-    /// it).
+    /// Left out: a key the hub holds nothing of (it collected the key's tombstones; see
+    /// ``holdsACollectedKey(_:by:)``); and, with the device keeping the replaced write, a
+    /// key the page's context does not cover and keys past the budget (a device pushes the
+    /// key again only when it repairs the hub again, or writes it).
     static func adding(_ keys: [String], of map: ReplicatedMap, to reply: ReplicatedMap.Delta, maximumBytes: Int) -> [String: [Sibling]] {
         var entries = reply.entries
         var left = maximumBytes - ReplicatedMap.deltaBytesBound(entries: entries, context: reply.context)
