@@ -29,6 +29,15 @@ struct SimulationRegressionTests {
         return result
     }
 
+    /// Runs `input` under the broken `variant` and expects the checker of `kind` to report a
+    /// violation whose message contains `text`.
+    static func expectCaught(_ input: SimulationInput, under variant: BrokenVariant, by kind: Violation.Kind, saying text: String) {
+        var input = input
+        input.variant = variant
+        let broken = Simulation(input).run()
+        #expect(broken.violations.contains { $0.kind == kind && $0.message.contains(text) }, "\(variant): \(broken.violations)")
+    }
+
     static func expectPasses(_ scenario: Scenario, seeds: [UInt64], _ comment: String) throws {
         for seed in seeds {
             let result = Simulation(try SimulationInput(scenario: scenario, seed: seed)).run()
@@ -305,13 +314,11 @@ struct SimulationRegressionTests {
                               "device-restore-mesh under multi-value")
     }
 
-    /// `Simulations/quota-pressure.json` through a hub with messages of at most 300 bytes,
-    /// so that pushes and replies travel in pages.
+    /// `Simulations/quota-pages.json`: `quota-pressure.json` through a hub with messages of at
+    /// most 300 bytes (`converge-sim run Simulations/quota-pressure.json --topology hub
+    /// --hubMessageBytes 300` runs the same), so that pushes and replies travel in pages.
     static func quotaPressureInPages() throws -> Scenario {
-        try catalogue("quota-pressure") {
-            try $0.set(\.topology, to: .hub)
-            try $0.set(\.hubMessageBytes, to: 300)
-        }
+        try catalogue("quota-pages")
     }
 
     /// `converge-sim run Simulations/quota-pressure.json --topology hub --hubMessageBytes 300`
@@ -328,11 +335,8 @@ struct SimulationRegressionTests {
         try Self.expectReplayPasses("quota-pages-excused-compensation")
         let paged = try Self.quotaPressureInPages()
         try Self.expectPasses(paged, seeds: [0], "quota-pressure in pages")
-        var input = try SimulationInput(scenario: paged, seed: 0)
-        input.variant = .revertingHub
-        let broken = Simulation(input).run()
-        #expect(broken.violations.contains { $0.kind == .compensation && $0.message.contains("the quota would not have been exceeded") },
-                "\(broken.violations)")
+        Self.expectCaught(try SimulationInput(scenario: paged, seed: 0), under: .revertingHub, by: .compensation,
+                          saying: "the quota would not have been exceeded")
     }
 
     /// Seed 55 of the same (`quota-pressure.json --topology hub --hubMessageBytes 300`),
@@ -374,10 +378,17 @@ struct SimulationRegressionTests {
     @Test func aPageCarryingAWriteThatSawOneBeyondItsCapMayLeaveBothUntilTheRepair() throws {
         try Self.expectReplayPasses("quota-pages-whole-state-page-keeps-replaced")
         try Self.expectPasses(Self.quotaPressureInPages(), seeds: [23, 124], "quota-pressure in pages")
-        var input = try Self.trace("quota-pages-whole-state-page-keeps-replaced")
-        input.variant = .unrepairedHub
-        let broken = Simulation(input).run()
-        #expect(broken.violations.contains { $0.kind == .liveness && $0.message.contains("the hub holds d0:13@1700000009700, d3:8@1700000010550") },
-                "\(broken.violations)")
+        Self.expectCaught(try Self.trace("quota-pages-whole-state-page-keeps-replaced"), under: .unrepairedHub, by: .liveness,
+                          saying: "the hub holds d0:13@1700000009700, d3:8@1700000010550")
+    }
+
+    /// Seed 149 of the same, shrunk: d0 took k20 as hub:27, then, from a page of a reply, as
+    /// two removals, one of which saw hub:27, under a context below hub:27, and kept all
+    /// three. The hub collected the removals; when d0 repaired the hub with k20, the hub held
+    /// nothing of it to answer with, and d0 never converged. The hub now sends such a device
+    /// a full state (`HubRepairTests.aPushHoldingAValueOfAKeyTheHubCollectedIsAnsweredWithAFullState`).
+    @Test func aDeviceHoldingAValueOfAKeyTheHubCollectedIsSentAFullState() throws {
+        try Self.expectReplayPasses("quota-pages-value-beside-collected-removals")
+        try Self.expectPasses(Self.quotaPressureInPages(), seeds: [149], "quota-pressure in pages")
     }
 }
