@@ -373,7 +373,8 @@ struct SimulationRegressionTests {
     /// and the hub sent them a full state. The model now excuses, at a page's receiver, a
     /// write beyond the page's cap that a write under it saw
     /// (``ReferenceModel/sent(message:from:account:cap:)``), during the run; at the end of it
-    /// the excuse no longer holds (`ReferenceModelTests` checks the rule). A hub that ignores
+    /// the excuse no longer holds (`ReferenceModelTests` checks the excuse; the checks at the
+    /// end of a converged run take no excuse, see `modelDifferences`). A hub that ignores
     /// repairs (`unrepaired-hub`) keeps the replaced write, and is caught by liveness.
     @Test func aPageCarryingAWriteThatSawOneBeyondItsCapMayLeaveBothUntilTheRepair() throws {
         try Self.expectReplayPasses("quota-pages-whole-state-page-keeps-replaced")

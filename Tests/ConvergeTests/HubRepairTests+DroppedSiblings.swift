@@ -35,22 +35,25 @@ extension HubRepairTests {
     /// (which `SimulationRegressionTests` replays): the hub's reply to a device's repair
     /// carried three keys the device lacked and had no room left for the answer, and the
     /// device never pushed the key again. Here the device lacks one key of another device's
-    /// (the answer fits beside it in a complete reply) or ten (a page, which carries the
-    /// answer too, its context covering all the hub holds of the key).
-    @Test(arguments: [1, 10])
-    func theAnswerToAPushHoldingAReplacedWriteGoesFirstInAReplyWithoutRoomForAll(otherKeys: Int) throws {
+    /// with a 60-byte value (the answer fits beside it in a complete reply), one with a
+    /// 200-byte value (which fits in a reply alone: the answer goes alone in a first page,
+    /// under the context the push claimed), or ten with 60-byte values (a page, which
+    /// carries the answer too, its context covering all the hub holds of the key). The
+    /// second and third fail without the change.
+    @Test(arguments: [(1, 60), (1, 200), (10, 60)])
+    func theAnswerToAPushHoldingAReplacedWriteGoesFirstInAReplyWithoutRoomForAll(otherKeys: Int, valueBytes: Int) throws {
         var fixture = DroppedSiblingFixture()
         let (replaced, replacing) = try fixture.replaceAWriteAndSendD1Both()
         let others = (0..<otherKeys).map { index in
             ("other\(index)", [Sibling(dot: Dot(replica: "d3", counter: UInt64(index + 1)), timestamp: DroppedSiblingFixture.stamp(4),
-                                       value: .string(String(repeating: "x", count: 60)))])
+                                       value: .string(String(repeating: "x", count: valueBytes)))])
         }
         _ = try fixture.push("d3", Dictionary(uniqueKeysWithValues: others), ["d3": UInt64(otherKeys)])
         fixture.hub.maximumReplyBytes = 300
         var device = try ReplicatedMap(entries: ["k": [replacing, replaced]], context: VersionVector(["d0": 1, "d2": 4]))
         var reply = try fixture.push("d1", device.entries, ["d0": 1, "d2": 4])
         #expect(reply.delta.entries["k"] == [replacing], "the answer is in the first reply")
-        #expect(reply.moreToCome == (otherKeys > 1))
+        #expect(reply.moreToCome == (otherKeys > 1 || valueBytes > 60))
         _ = device.apply(reply.delta, partialKeys: Set(reply.partialKeys))
         #expect(device.siblings(forKey: "k") == [replacing], "the device dropped the replaced write")
         var pages = 1
@@ -62,6 +65,27 @@ extension HubRepairTests {
         }
         #expect(!reply.moreToCome)
         #expect(device == fixture.hub.state(of: .default), "the device ends with the hub's state, after \(pages) replies")
+    }
+
+    /// A device that lacks nothing gets, in a complete reply, the answers that fit: the
+    /// reply is not cut into pages for them (a page cut below the size of the context alone
+    /// would carry none, and ask for a push).
+    @Test func answersThatDoNotAllFitGoInACompleteReplyAsFarAsTheyFit() throws {
+        var fixture = DroppedSiblingFixture()
+        let stamp = DroppedSiblingFixture.stamp
+        let large = { (replica: ReplicaID, counter: UInt64) in
+            Sibling(dot: Dot(replica: replica, counter: counter), timestamp: stamp(counter), value: .string(String(repeating: "x", count: 100)))
+        }
+        let (k1Replaced, k2Replaced) = (large("d2", 1), large("d2", 2))
+        let (k1Replacing, k2Replacing) = (large("d0", 1), large("d0", 2))
+        _ = try fixture.push("d2", ["k1": [k1Replaced], "k2": [k2Replaced]], ["d2": 2])
+        _ = try fixture.push("d0", [:], [:])
+        _ = try fixture.push("d0", ["k1": [k1Replacing], "k2": [k2Replacing]], ["d0": 2, "d2": 2])
+        _ = try fixture.push("d1", [:], [:])
+        fixture.hub.maximumReplyBytes = 300
+        let reply = try fixture.push("d1", ["k1": [k1Replacing, k1Replaced], "k2": [k2Replacing, k2Replaced]], ["d0": 2, "d2": 2])
+        #expect(!reply.moreToCome)
+        #expect(reply.delta.entries == ["k1": [k1Replacing]])
     }
 }
 
@@ -77,17 +101,9 @@ extension HubRepairTests {
         var fixture = DroppedSiblingFixture()
         fixture.hub._skipsRepair = skipsRepair
         let value = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: DroppedSiblingFixture.stamp(1), value: .string("removed later"))
-        let removal = Sibling(dot: Dot(replica: "d1", counter: 2), timestamp: DroppedSiblingFixture.stamp(2), value: nil)
-        let kept = Sibling(dot: Dot(replica: "d1", counter: 3), timestamp: DroppedSiblingFixture.stamp(3), value: .string("kept"))
-        _ = try fixture.push("d1", ["k": [value], "j": [kept]], ["d1": 1])
-        _ = try fixture.push("d2", [:], [:])
-        _ = try fixture.push("d1", ["k": [removal], "j": [kept]], ["d1": 3], basis: VersionVector(["d1": 1]))
-        // Both members acknowledge the removal, and the hub collects it.
-        let sent = try fixture.push("d2", [:], ["d1": 1], basis: VersionVector(["d1": 1]))
-        #expect(sent.delta.context == VersionVector(["d1": 3]))
-        _ = try fixture.push("d2", [:], ["d1": 3], basis: VersionVector(["d1": 3]))
-        _ = try fixture.push("d1", [:], ["d1": 3], basis: VersionVector(["d1": 3]))
-        #expect(fixture.hub.state(of: .default).siblings(forKey: "k").isEmpty, "the hub collected the removal")
+        let kept = Sibling(dot: Dot(replica: "d1", counter: 2), timestamp: DroppedSiblingFixture.stamp(2), value: .string("kept"))
+        let removal = Sibling(dot: Dot(replica: "d1", counter: 3), timestamp: DroppedSiblingFixture.stamp(3), value: nil)
+        try fixture.writeRemoveAndCollect(value, beside: kept, removal: removal)
         // d2 holds the value under a context covering the removal (a page of a reply left it so).
         var device = try ReplicatedMap(entries: ["k": [value], "j": [kept]], context: VersionVector(["d1": 3]))
         let reply = try fixture.push("d2", device.entries, ["d1": 3], basis: VersionVector(["d1": 3]))
@@ -103,16 +119,21 @@ extension HubRepairTests {
         }
     }
 
-    /// A push of tombstones alone the hub collected is answered with a delta: the device
-    /// collects them itself.
-    @Test func aPushHoldingOnlyRemovalsTheHubCollectedGetsNoFullState() throws {
+    /// No full state when a dot of the pushed key names a write the hub holds under another
+    /// key: the device reused the counter, and a full state would drop its write without
+    /// giving it the hub's (a review's case). Nor for a push of tombstones alone the hub
+    /// collected: the device collects them itself.
+    @Test func noFullStateForACollectedKeyUnderAReusedDotOrHoldingOnlyRemovals() throws {
         var fixture = DroppedSiblingFixture()
-        let removal = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: DroppedSiblingFixture.stamp(1), value: nil)
-        _ = try fixture.push("d1", ["k": [removal]], ["d1": 1])
-        _ = try fixture.push("d1", [:], ["d1": 1], basis: VersionVector(["d1": 1]))
-        #expect(fixture.hub.state(of: .default).siblings(forKey: "k").isEmpty, "the hub collected the removal")
-        let reply = try fixture.push("d1", ["k": [removal]], ["d1": 1], basis: VersionVector(["d1": 1]))
+        let value = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: DroppedSiblingFixture.stamp(1), value: .string("removed later"))
+        let kept = Sibling(dot: Dot(replica: "d1", counter: 2), timestamp: DroppedSiblingFixture.stamp(2), value: .string("kept"))
+        let removal = Sibling(dot: Dot(replica: "d1", counter: 3), timestamp: DroppedSiblingFixture.stamp(3), value: nil)
+        try fixture.writeRemoveAndCollect(value, beside: kept, removal: removal)
+        let reused = Sibling(dot: kept.dot, timestamp: DroppedSiblingFixture.stamp(4), value: .string("another write under d1:2"))
+        let reply = try fixture.push("d2", ["k": [reused]], ["d1": 3], basis: VersionVector(["d1": 3]))
         #expect(reply.kind == .delta)
+        let removals = try fixture.push("d2", ["k": [removal]], ["d1": 3], basis: VersionVector(["d1": 3]))
+        #expect(removals.kind == .delta)
     }
 }
 
@@ -135,6 +156,20 @@ private struct DroppedSiblingFixture {
             return SyncReply(account: .default, kind: .delta, delta: ReplicatedMap().asDelta, stableFrontier: VersionVector(), rejectedKeys: [])
         }
         return reply
+    }
+
+    /// d1 writes `value` of `k` and `kept` of `j`, d2 is sent both, d1 removes `k` with
+    /// `removal`, both acknowledge it, and the hub collects it.
+    mutating func writeRemoveAndCollect(_ value: Sibling, beside kept: Sibling, removal: Sibling) throws {
+        _ = try push("d1", ["k": [value], "j": [kept]], ["d1": 2])
+        _ = try push("d2", [:], [:])
+        _ = try push("d1", ["k": [removal]], ["d1": 3], basis: VersionVector(["d1": 2]))
+        let sent = try push("d2", [:], ["d1": 2], basis: VersionVector(["d1": 2]))
+        #expect(sent.delta.context == VersionVector(["d1": 3]))
+        _ = try push("d2", [:], ["d1": 3], basis: VersionVector(["d1": 3]))
+        _ = try push("d1", [:], ["d1": 3], basis: VersionVector(["d1": 3]))
+        #expect(hub.state(of: .default).siblings(forKey: "k").isEmpty)
+        #expect(hub.tombstonesCollected(in: .default) == 1, "the hub collected the removal")
     }
 
     /// d2 writes `k`, d0 replaces it, and d1 is sent the counters of both (the hub believes a

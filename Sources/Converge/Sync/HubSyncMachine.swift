@@ -337,17 +337,27 @@ public struct HubSyncMachine: Sendable {
             // The repaired span's keys go in the reply too, which the budget does not count.
             let span = push.fullStateKeys.map { ($0.after?.utf8.count ?? 0) + ($0.through?.utf8.count ?? 0) + 8 } ?? 0
             let answers = _skipsRepair ? [] : staleKeys
-            var page = state.map.delta(for: basis, maximumBytes: budget)
-            // The answers to keys holding dropped writes come first: the device pushes such a
-            // key again only when it repairs the hub again, or writes it, while the rest of
-            // the delta comes in the next page (`quota-pressure.json` in 300-byte messages,
-            // seed 124: a complete reply without room for the answer left a device holding a
-            // replaced write for good). Not when the push's context may no longer be what the
-            // device holds: an incomplete reply then is an empty page asking for a push.
-            let answersCost = Self.bytesBound(of: answers, in: state.map)
-            if answersCost > 0 && contextIsCurrent
+            let whole = state.map.delta(for: basis, maximumBytes: budget)
+            var page = whole
+            // The answers to keys holding dropped writes come before what the device lacks, in
+            // up to half the room: the device pushes such a key again only when it repairs the
+            // hub again, or writes it, while the rest of the delta comes in the next pages
+            // (`quota-pressure.json` in 300-byte messages, seed 124: a complete reply without
+            // room for the answer left a device holding a replaced write for good). When the
+            // first key the device lacks leaves no room for them, they go alone, in a page
+            // under the context the push claimed. Not when the push's context may no longer be
+            // what the device holds: an incomplete reply then is an empty page asking for a
+            // push. A device that lacks nothing gets the answers that fit in a complete reply.
+            let answersCost = Self.bytesBound(ofLeading: answers, in: state.map, fitting: (budget - span) / 2)
+            if answersCost > 0 && contextIsCurrent && !page.delta.entries.isEmpty
                 && ReplicatedMap.deltaBytesBound(entries: page.delta.entries, context: page.delta.context) + answersCost > budget - span {
                 page = state.map.delta(for: basis, maximumBytes: budget - span - answersCost)
+                if ReplicatedMap.deltaBytesBound(entries: page.delta.entries, context: page.delta.context) + answersCost > budget - span {
+                    var alone = ReplicatedMap.Delta(entries: [:], context: basis.intersection(state.map.context))
+                    alone.entries = Self.adding(answers, of: state.map, to: alone, maximumBytes: budget - span)
+                    // None of them under the claimed context: an empty page would ask for a push.
+                    page = alone.entries.isEmpty ? whole : (alone, false, [])
+                }
             }
             if !page.complete && !contextIsCurrent { page = (ReplicatedMap.Delta(entries: [:], context: basis), false, []) }
             if _pagesClaimWholeContext { page.delta.context = state.map.context }
@@ -584,11 +594,22 @@ public struct HubSyncMachine: Sendable {
     ///
     /// Tombstones alone are left: the device collects them itself once every member has
     /// seen them.
+    ///
+    /// Not when the hub holds a write under one of the key's dots under another key: the
+    /// device reused a counter (a store restored from a backup whose sessions did not show
+    /// it), and a full state would drop its write without giving it the hub's.
+    ///
+    /// - Complexity: O(*p*) in the push's siblings; O(*n*) in the hub's siblings more when a
+    ///   key qualifies.
     static func holdsACollectedKey(_ delta: ReplicatedMap.Delta, by map: ReplicatedMap) -> Bool {
-        delta.entries.contains { key, siblings in
+        let collected = delta.entries.filter { key, siblings in
             map.siblings(forKey: key).isEmpty && siblings.contains { !$0.isTombstone }
                 && siblings.allSatisfy { map.context.contains($0.dot) }
         }
+        guard !collected.isEmpty else { return false }
+        var dots: Set<Dot> = []
+        for siblings in collected.values { for sibling in siblings { dots.insert(sibling.dot) } }
+        return !map.entries.values.contains { siblings in siblings.contains { dots.contains($0.dot) } }
     }
 
     /// `reply`'s entries with the hub's siblings of `keys` (see
@@ -617,13 +638,19 @@ public struct HubSyncMachine: Sendable {
         return entries
     }
 
-    /// At most the bytes the hub's entries of `keys` take in a delta (nothing for a key it
-    /// holds nothing of).
-    static func bytesBound(of keys: [String], in map: ReplicatedMap) -> Int {
-        keys.reduce(0) { total, key in
+    /// At most the bytes the hub's entries of the first of `keys` take in a delta, as many
+    /// as fit in `room` in order (as ``adding(_:of:to:maximumBytes:)`` adds them), a key it
+    /// holds nothing of counting nothing.
+    static func bytesBound(ofLeading keys: [String], in map: ReplicatedMap, fitting room: Int) -> Int {
+        var total = 0
+        for key in keys {
             let siblings = map.siblings(forKey: key)
-            return siblings.isEmpty ? total : total + ReplicatedMap.entryBytesBound(key: key, siblings: siblings)
+            guard !siblings.isEmpty else { continue }
+            let cost = ReplicatedMap.entryBytesBound(key: key, siblings: siblings)
+            guard total + cost <= room else { break }
+            total += cost
         }
+        return total
     }
 
     /// The full state for a returning device that has joined the pages up to `after`:
