@@ -39,11 +39,12 @@ extension HubRepairTests {
     /// 200-byte value (which fits in a reply alone: the answer goes alone in a first page,
     /// under the context the push claimed), or ten with 60-byte values (a page, which
     /// carries the answer too, its context covering all the hub holds of the key). The
-    /// second and third fail without the change.
-    @Test(arguments: [(1, 60), (1, 200), (10, 60)])
-    func theAnswerToAPushHoldingAReplacedWriteGoesFirstInAReplyWithoutRoomForAll(otherKeys: Int, valueBytes: Int) throws {
+    /// second and third fail without the change. An answer of 150 bytes, more than half a
+    /// 300-byte reply's room, goes alone (a review found it left out).
+    @Test(arguments: [(1, 60, 9), (1, 200, 9), (10, 60, 9), (10, 60, 150), (1, 250, 150)])
+    func theAnswerToAPushHoldingAReplacedWriteGoesFirstInAReplyWithoutRoomForAll(otherKeys: Int, valueBytes: Int, answerBytes: Int) throws {
         var fixture = DroppedSiblingFixture()
-        let (replaced, replacing) = try fixture.replaceAWriteAndSendD1Both()
+        let (replaced, replacing) = try fixture.replaceAWriteAndSendD1Both(replacingValue: String(repeating: "r", count: answerBytes))
         let others = (0..<otherKeys).map { index in
             ("other\(index)", [Sibling(dot: Dot(replica: "d3", counter: UInt64(index + 1)), timestamp: DroppedSiblingFixture.stamp(4),
                                        value: .string(String(repeating: "x", count: valueBytes)))])
@@ -53,7 +54,7 @@ extension HubRepairTests {
         var device = try ReplicatedMap(entries: ["k": [replacing, replaced]], context: VersionVector(["d0": 1, "d2": 4]))
         var reply = try fixture.push("d1", device.entries, ["d0": 1, "d2": 4])
         #expect(reply.delta.entries["k"] == [replacing], "the answer is in the first reply")
-        #expect(reply.moreToCome == (otherKeys > 1 || valueBytes > 60))
+        #expect(reply.moreToCome == (otherKeys > 1 || valueBytes > 60 || answerBytes > 9))
         _ = device.apply(reply.delta, partialKeys: Set(reply.partialKeys))
         #expect(device.siblings(forKey: "k") == [replacing], "the device dropped the replaced write")
         var pages = 1
@@ -121,8 +122,9 @@ extension HubRepairTests {
 
     /// No full state when a dot of the pushed key names a write the hub holds under another
     /// key: the device reused the counter, and a full state would drop its write without
-    /// giving it the hub's (a review's case). Nor for a push of tombstones alone the hub
-    /// collected: the device collects them itself.
+    /// giving it the hub's (a review's case); a collected key pushed beside it still gets
+    /// one. Nor for a push of tombstones alone the hub collected: the device collects them
+    /// itself.
     @Test func noFullStateForACollectedKeyUnderAReusedDotOrHoldingOnlyRemovals() throws {
         var fixture = DroppedSiblingFixture()
         let value = Sibling(dot: Dot(replica: "d1", counter: 1), timestamp: DroppedSiblingFixture.stamp(1), value: .string("removed later"))
@@ -134,6 +136,8 @@ extension HubRepairTests {
         #expect(reply.kind == .delta)
         let removals = try fixture.push("d2", ["k": [removal]], ["d1": 3], basis: VersionVector(["d1": 3]))
         #expect(removals.kind == .delta)
+        let both = try fixture.push("d2", ["k": [value], "m": [reused]], ["d1": 3], basis: VersionVector(["d1": 3]))
+        #expect(both.kind == .fullState, "the collected key is answered though another key of the push reused a dot")
     }
 }
 
@@ -176,9 +180,9 @@ private struct DroppedSiblingFixture {
     /// device's claims on others' writes only as far as it sent them).
     ///
     /// - Returns: d2's write and d0's, which replaced it.
-    mutating func replaceAWriteAndSendD1Both() throws -> (replaced: Sibling, replacing: Sibling) {
+    mutating func replaceAWriteAndSendD1Both(replacingValue: String = "replacing") throws -> (replaced: Sibling, replacing: Sibling) {
         let replaced = Sibling(dot: Dot(replica: "d2", counter: 4), timestamp: Self.stamp(1), value: .string("replaced"))
-        let replacing = Sibling(dot: Dot(replica: "d0", counter: 1), timestamp: Self.stamp(2), value: .string("replacing"))
+        let replacing = Sibling(dot: Dot(replica: "d0", counter: 1), timestamp: Self.stamp(2), value: .string(replacingValue))
         _ = try push("d2", ["k": [replaced]], ["d2": 4])
         _ = try push("d0", [:], [:])
         let replacingPush = try push("d0", ["k": [replacing]], ["d0": 1, "d2": 4])

@@ -348,11 +348,14 @@ public struct HubSyncMachine: Sendable {
             // under the context the push claimed. Not when the push's context may no longer be
             // what the device holds: an incomplete reply then is an empty page asking for a
             // push. A device that lacks nothing gets the answers that fit in a complete reply.
+            // An answer larger than half the room goes alone.
             let answersCost = Self.bytesBound(ofLeading: answers, in: state.map, fitting: (budget - span) / 2)
-            if answersCost > 0 && contextIsCurrent && !page.delta.entries.isEmpty
-                && ReplicatedMap.deltaBytesBound(entries: page.delta.entries, context: page.delta.context) + answersCost > budget - span {
-                page = state.map.delta(for: basis, maximumBytes: budget - span - answersCost)
-                if ReplicatedMap.deltaBytesBound(entries: page.delta.entries, context: page.delta.context) + answersCost > budget - span {
+            let needed = answersCost > 0 ? answersCost : Self.bytesBound(ofLeading: answers, in: state.map, fitting: budget - span)
+            if needed > 0 && contextIsCurrent && !page.delta.entries.isEmpty
+                && ReplicatedMap.deltaBytesBound(entries: page.delta.entries, context: page.delta.context) + needed > budget - span {
+                if answersCost > 0 { page = state.map.delta(for: basis, maximumBytes: budget - span - answersCost) }
+                if answersCost == 0
+                    || ReplicatedMap.deltaBytesBound(entries: page.delta.entries, context: page.delta.context) + answersCost > budget - span {
                     var alone = ReplicatedMap.Delta(entries: [:], context: basis.intersection(state.map.context))
                     alone.entries = Self.adding(answers, of: state.map, to: alone, maximumBytes: budget - span)
                     // None of them under the claimed context: an empty page would ask for a push.
@@ -595,9 +598,12 @@ public struct HubSyncMachine: Sendable {
     /// Tombstones alone are left: the device collects them itself once every member has
     /// seen them.
     ///
-    /// Not when the hub holds a write under one of the key's dots under another key: the
+    /// Not for a key one of whose dots names a write the hub holds under another key: the
     /// device reused a counter (a store restored from a backup whose sessions did not show
-    /// it), and a full state would drop its write without giving it the hub's.
+    /// it), and a full state would drop its write without giving it the hub's. The device
+    /// then keeps its write, which no other replica takes (the hub's context covers its
+    /// dot): a divergence the device's next repair shows, instead of a write dropped
+    /// silently. Only write sessions detect the reuse itself.
     ///
     /// - Complexity: O(*p*) in the push's siblings; O(*n*) in the hub's siblings more when a
     ///   key qualifies.
@@ -609,7 +615,9 @@ public struct HubSyncMachine: Sendable {
         guard !collected.isEmpty else { return false }
         var dots: Set<Dot> = []
         for siblings in collected.values { for sibling in siblings { dots.insert(sibling.dot) } }
-        return !map.entries.values.contains { siblings in siblings.contains { dots.contains($0.dot) } }
+        var heldElsewhere: Set<Dot> = []
+        for siblings in map.entries.values { for sibling in siblings where dots.contains(sibling.dot) { heldElsewhere.insert(sibling.dot) } }
+        return collected.values.contains { siblings in !siblings.contains { heldElsewhere.contains($0.dot) } }
     }
 
     /// `reply`'s entries with the hub's siblings of `keys` (see
